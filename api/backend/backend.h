@@ -1,0 +1,176 @@
+#pragma once
+// The compute backend interface: one implementation per device type (CPU on oneDNN + OpenMP here; CUDA on
+// cuDNN/cuBLAS behind the same interface). Layers and the plan call only this interface, with raw device
+// pointers into tensors they own, so no op allocates in steady state.
+//
+// Conventions: float32, row-major, images NHWC. Shape-specific work (oneDNN primitives, cuDNN plans) lives
+// in "op" objects created once per shape and kept by the caller (a layer's per-node state).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/core/device.h"
+#include "api/core/shape.h"
+
+namespace tower::backend {
+
+// ---- convolution -------------------------------------------------------------------------------------------
+// Weights use Keras' layout [kernel_h, kernel_w, in_channels / groups, out_channels]; a depthwise
+// convolution with multiplier m is groups = in_channels, out_channels = in_channels * m, which is the same
+// memory as Keras' DepthwiseConv2D kernel [kh, kw, in_channels, m].
+struct Conv2DParams {
+  Index batch = 0, in_h = 0, in_w = 0, in_c = 0;
+  Index out_h = 0, out_w = 0, out_c = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int dilation_h = 1, dilation_w = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int groups = 1;
+};
+
+class Conv2DOp {
+ public:
+  virtual ~Conv2DOp() = default;
+  // y[N, out_h, out_w, out_c] = conv(x[N, in_h, in_w, in_c], w) + bias (bias may be null).
+  virtual void forward(const float* x, const float* w, const float* bias, float* y) = 0;
+  // dx = conv_transpose(dy, w). Overwrites dx.
+  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  // dw (and dbias when not null) from x and dy. Overwrites both.
+  virtual void backward_weights(const float* x, const float* dy, float* dw, float* dbias) = 0;
+};
+
+// ---- pooling ----------------------------------------------------------------------------------------------
+enum class PoolKind { max, average };
+// Average pooling divides by the number of non-padding elements in each window (Keras/TF "same" semantics).
+struct Pool2DParams {
+  PoolKind kind = PoolKind::max;
+  Index batch = 0, in_h = 0, in_w = 0, channels = 0;
+  Index out_h = 0, out_w = 0;
+  int pool_h = 2, pool_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+class Pool2DOp {
+ public:
+  virtual ~Pool2DOp() = default;
+  // `training` keeps what backward needs (max pooling's argmax), inside the op.
+  virtual void forward(const float* x, float* y, bool training) = 0;
+  // Requires a preceding forward(..., training=true) on the same op. Overwrites dx.
+  virtual void backward(const float* dy, float* dx) = 0;
+};
+
+// ---- batch normalisation over the last axis --------------------------------------------------------------
+// x is [rows, channels] (rows = N*H*W for NHWC images).
+struct BatchNormParams {
+  Index rows = 0, channels = 0;
+  float epsilon = 1e-3f;
+};
+
+class BatchNormOp {
+ public:
+  virtual ~BatchNormOp() = default;
+  // Batch mean and biased variance into mean/variance; y = gamma * (x - mean) / sqrt(variance + eps) + beta.
+  virtual void forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                float* variance) = 0;
+  virtual void forward_inference(const float* x, const float* gamma, const float* beta, const float* mean,
+                                 const float* variance, float* y) = 0;
+  // Gradient of forward_training given the mean/variance it produced. Overwrites dx, dgamma, dbeta.
+  virtual void backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                        const float* variance, float* dx, float* dgamma, float* dbeta) = 0;
+};
+
+// ---- elementwise activations --------------------------------------------------------------------------------
+enum class ActivationKind { linear, relu, sigmoid, tanh, gelu, gelu_tanh, swish, elu, leaky_relu, selu,
+                            softplus, softsign, hard_sigmoid, exponential };
+// ReLU's general form (Keras' ReLU layer): f(x) = max_value-capped x above threshold,
+// negative_slope * (x - threshold) below it. max_value < 0 means no cap.
+struct ActivationParams {
+  float alpha = 0.f;            // leaky_relu slope, elu alpha
+  float max_value = -1.f;       // relu only
+  float threshold = 0.f;        // relu only
+};
+
+// ---- the backend ----------------------------------------------------------------------------------------------
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+
+  virtual std::unique_ptr<Conv2DOp> make_conv2d(const Conv2DParams& p) = 0;
+  virtual std::unique_ptr<Pool2DOp> make_pool2d(const Pool2DParams& p) = 0;
+  virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormParams& p) = 0;
+
+  // Row-major C[m, n] = alpha * op(A) op(B) + beta * C, op(X) = X or X^T. lda/ldb/ldc are row strides.
+  virtual void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a,
+                    Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) = 0;
+
+  virtual void fill(float* y, Index n, float value) = 0;
+  virtual void fill_bytes(void* y, std::size_t bytes, unsigned char value) = 0;
+  // y = a + b, a - b, a * b elementwise.
+  virtual void add(const float* a, const float* b, float* y, Index n) = 0;
+  virtual void sub(const float* a, const float* b, float* y, Index n) = 0;
+  virtual void mul(const float* a, const float* b, float* y, Index n) = 0;
+  // y = alpha * x + beta * y (beta == 0 overwrites y without reading it).
+  virtual void axpby(float alpha, const float* x, float beta, float* y, Index n) = 0;
+  // y = scale * x + shift elementwise (Rescaling).
+  virtual void scale_shift(const float* x, float scale, float shift, float* y, Index n) = 0;
+
+  // y[r, c] += bias[c]; db[c] = sum_r dy[r, c] (overwrites db).
+  virtual void add_bias(float* y, const float* bias, Index rows, Index cols) = 0;
+  virtual void bias_grad(const float* dy, float* db, Index rows, Index cols) = 0;
+
+  virtual void activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
+                                  Index n) = 0;
+  // dx from dy; x is the forward input and y the forward output (both are given; each kind uses what it needs).
+  virtual void activation_backward(ActivationKind kind, const ActivationParams& p, const float* x, const float* y,
+                                   const float* dy, float* dx, Index n) = 0;
+
+  // Softmax over the middle axis of [outer, axis, inner] (inner = 1 for the last axis).
+  virtual void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) = 0;
+  virtual void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
+                                Index inner) = 0;
+
+  // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from a seeded stream; y = x * mask.
+  virtual void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) = 0;
+
+  // General transpose: y = permute(x, perm), x of `shape` (rank <= 8).
+  virtual void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) = 0;
+
+  // Copies a [outer, inner_src] block into columns [offset, offset+inner_src) of a [outer, inner_dst] tensor,
+  // or back (Concatenate forward and backward).
+  virtual void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
+                            Index outer) = 0;
+  virtual void copy_strided_back(const float* src, Index src_inner, Index src_offset, float* dst,
+                                 Index dst_inner, Index outer) = 0;
+
+  // NHWC spatial padding/cropping: y[n, h + top, w + left, c] = x[n, h, w, c], zero elsewhere. Negative
+  // top/left crop. pad2d_backward takes the matching window of dy.
+  virtual void pad2d(const float* x, float* y, Index n, Index h, Index w, Index c, Index out_h, Index out_w,
+                     Index top, Index left) = 0;
+  virtual void pad2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, Index out_h,
+                              Index out_w, Index top, Index left) = 0;
+  // Nearest-neighbour NHWC upsampling by integer factors, and its gradient (sum over each block).
+  virtual void upsample2d(const float* x, float* y, Index n, Index h, Index w, Index c, int fh, int fw) = 0;
+  virtual void upsample2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, int fh,
+                                   int fw) = 0;
+  // Global pooling over the spatial positions of [n, positions, c]: mean or max into [n, c].
+  // The max backward routes dy to the first position that attained the maximum.
+  virtual void global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) = 0;
+  virtual void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx,
+                                    Index n, Index positions, Index c) = 0;
+  // Sum over all elements into one float on the device.
+  virtual void sum(const float* x, float* y, Index n) = 0;
+};
+
+// The backend for a device; throws std::invalid_argument if this build has none for it.
+Backend& get(Device device);
+// Copies bytes between any two devices (host <-> device, device <-> device).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+
+// Threads used by CPU kernels: TOWER_NUM_THREADS or OMP_NUM_THREADS, else all cores.
+int num_threads();
+void set_num_threads(int n);
+
+}  // namespace tower::backend

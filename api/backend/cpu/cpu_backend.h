@@ -1,0 +1,56 @@
+#pragma once
+// The CPU backend: oneDNN for convolution, pooling, batch normalisation and GEMM; OpenMP loops for the rest.
+#include "api/backend/backend.h"
+
+namespace tower::backend::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+
+  std::unique_ptr<Conv2DOp> make_conv2d(const Conv2DParams& p) override;          // cpu_conv2d.cpp
+  std::unique_ptr<Pool2DOp> make_pool2d(const Pool2DParams& p) override;          // cpu_pool2d.cpp
+  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormParams& p) override;  // cpu_batch_norm.cpp
+
+  void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
+            const float* b, Index ldb, float beta, float* c, Index ldc) override;
+  void fill(float* y, Index n, float value) override;
+  void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
+  void add(const float* a, const float* b, float* y, Index n) override;
+  void sub(const float* a, const float* b, float* y, Index n) override;
+  void mul(const float* a, const float* b, float* y, Index n) override;
+  void axpby(float alpha, const float* x, float beta, float* y, Index n) override;
+  void scale_shift(const float* x, float scale, float shift, float* y, Index n) override;
+  void add_bias(float* y, const float* bias, Index rows, Index cols) override;
+  void bias_grad(const float* dy, float* db, Index rows, Index cols) override;
+  void activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
+                          Index n) override;
+  void activation_backward(ActivationKind kind, const ActivationParams& p, const float* x, const float* y,
+                           const float* dy, float* dx, Index n) override;
+  void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) override;
+  void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
+                        Index inner) override;
+  void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) override;
+  void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) override;
+  void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
+                    Index outer) override;
+  void copy_strided_back(const float* src, Index src_inner, Index src_offset, float* dst, Index dst_inner,
+                         Index outer) override;
+  void pad2d(const float* x, float* y, Index n, Index h, Index w, Index c, Index out_h, Index out_w, Index top,
+             Index left) override;
+  void pad2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, Index out_h, Index out_w,
+                      Index top, Index left) override;
+  void upsample2d(const float* x, float* y, Index n, Index h, Index w, Index c, int fh, int fw) override;
+  void upsample2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, int fh,
+                           int fw) override;
+  void global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) override;
+  void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
+                            Index positions, Index c) override;
+  void sum(const float* x, float* y, Index n) override;
+};
+
+// The oneDNN CPU engine and stream shared by every CPU op (oneDNN primitives run on one stream here).
+struct DnnlContext;
+DnnlContext& dnnl_context();
+
+}  // namespace tower::backend::cpu

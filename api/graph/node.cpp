@@ -1,0 +1,30 @@
+#include "api/graph/node.h"
+
+#include <atomic>
+
+#include "api/models/layer.h"
+
+namespace tower {
+
+namespace {
+std::atomic<std::uint64_t> next_node_id{1};
+}
+
+const Shape& SymbolicTensor::shape() const {
+  if (!node_) throw std::logic_error("shape() of an undefined symbolic tensor");
+  return node_->output_shapes().at(static_cast<std::size_t>(index_));
+}
+
+Layer& SymbolicTensor::layer() const { return *node_->layer(); }
+
+std::string SymbolicTensor::name() const {
+  if (!node_) return "<undefined>";
+  const std::string& n = node_->layer()->name();
+  return node_->num_outputs() == 1 ? n : n + "[" + std::to_string(index_) + "]";
+}
+
+Node::Node(std::shared_ptr<Layer> layer, std::vector<SymbolicTensor> inputs, std::vector<Shape> output_shapes)
+    : layer_(std::move(layer)), inputs_(std::move(inputs)), output_shapes_(std::move(output_shapes)),
+      id_(next_node_id++) {}
+
+}  // namespace tower

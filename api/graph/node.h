@@ -1,0 +1,55 @@
+#pragma once
+// The symbolic graph: Input() makes a SymbolicTensor; calling a layer on SymbolicTensors records a Node
+// (the layer and its inputs) whose outputs are new SymbolicTensors. Nothing is computed; shapes are checked
+// as each node is made, so a bad graph fails where it is written.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/core/shape.h"
+
+namespace tower {
+
+class Layer;
+class Node;
+
+class SymbolicTensor {
+ public:
+  SymbolicTensor() = default;
+  SymbolicTensor(std::shared_ptr<Node> node, int index) : node_(std::move(node)), index_(index) {}
+
+  bool defined() const { return node_ != nullptr; }
+  // Shape with the batch dimension unknown (-1).
+  const Shape& shape() const;
+  Node* node() const { return node_.get(); }
+  const std::shared_ptr<Node>& node_ptr() const { return node_; }
+  int index() const { return index_; }
+  // The producing layer.
+  Layer& layer() const;
+  // "<layer name>" for a single-output layer, "<layer name>[i]" otherwise.
+  std::string name() const;
+  bool operator==(const SymbolicTensor& o) const { return node_ == o.node_ && index_ == o.index_; }
+
+ private:
+  std::shared_ptr<Node> node_;
+  int index_ = 0;
+};
+
+class Node {
+ public:
+  Node(std::shared_ptr<Layer> layer, std::vector<SymbolicTensor> inputs, std::vector<Shape> output_shapes);
+  const std::shared_ptr<Layer>& layer() const { return layer_; }
+  const std::vector<SymbolicTensor>& inputs() const { return inputs_; }
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  int num_outputs() const { return static_cast<int>(output_shapes_.size()); }
+  // Unique, increasing in creation order (so a sort by id is a topological order).
+  std::uint64_t id() const { return id_; }
+
+ private:
+  std::shared_ptr<Layer> layer_;
+  std::vector<SymbolicTensor> inputs_;
+  std::vector<Shape> output_shapes_;
+  std::uint64_t id_;
+};
+
+}  // namespace tower

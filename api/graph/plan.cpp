@@ -1,0 +1,354 @@
+#include "api/graph/plan.h"
+
+#include <algorithm>
+#include <climits>
+#include <unordered_map>
+
+#include "api/backend/backend.h"
+#include "api/models/model.h"
+
+namespace tower {
+
+namespace {
+constexpr std::size_t kAlign = 64;
+std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+struct Plan::Value {
+  Shape shape;
+  std::size_t bytes = 0;
+  int first = INT_MAX, last = -1;  // on the timeline: forward step s at s, its backward at 2S-1-s
+  bool external = false;            // a model input, bound by set_input
+  bool zero = false;                // a gradient nothing writes: zero-filled once
+  std::size_t offset = 0;
+  Tensor tensor;
+  void use(int t) {
+    first = std::min(first, t);
+    last = std::max(last, t);
+  }
+};
+
+struct Plan::Step {
+  Layer* layer = nullptr;
+  std::vector<int> in, out;
+  std::unique_ptr<LayerState> state;
+  bool run_backward = false;
+  std::vector<int> grad_out, grad_in, weight_grad;  // weight_grad: value id, or -1-k for weight_grads_[k]
+  std::vector<Accumulate> accumulate;
+  std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
+};
+
+Plan::Plan(const ModelImpl& model, PlanOptions options) : options_(options) {
+  if (options_.batch_size <= 0) throw std::invalid_argument("Plan: batch size must be positive");
+  rng_.seed(options_.seed ? options_.seed : next_global_seed());
+  std::vector<int> in_ids;
+  for (const SymbolicTensor& t : model.inputs()) {
+    const Shape& s = t.shape();
+    if (s[0] >= 0 && s[0] != options_.batch_size)
+      throw ShapeError("Model '" + model.name() + "': input '" + t.name() + "' has a fixed batch size of " +
+                       std::to_string(s[0]) + ", got batches of " + std::to_string(options_.batch_size));
+    const int id = new_value(s.with_batch(options_.batch_size));
+    values_[static_cast<std::size_t>(id)]->external = true;
+    in_ids.push_back(id);
+    input_shapes_.push_back(values_[static_cast<std::size_t>(id)]->shape);
+  }
+  input_ids_ = in_ids;
+  inline_model(model, in_ids, output_ids_);
+
+  const int S = static_cast<int>(steps_.size());
+  const int end = 2 * S + 1;
+  for (int s = 0; s < S; ++s) {
+    for (int id : steps_[static_cast<std::size_t>(s)]->in) values_[static_cast<std::size_t>(id)]->use(s);
+    for (int id : steps_[static_cast<std::size_t>(s)]->out) values_[static_cast<std::size_t>(id)]->use(s);
+  }
+  for (int id : output_ids_) {
+    values_[static_cast<std::size_t>(id)]->use(0);
+    values_[static_cast<std::size_t>(id)]->use(end);
+  }
+  if (options_.backward) {
+    trainable_ = model.trainable_weights();
+    plan_backward();
+  }
+  assign_memory();
+}
+
+Plan::~Plan() = default;
+
+int Plan::new_value(const Shape& shape) {
+  auto v = std::make_unique<Value>();
+  v->shape = shape;
+  v->bytes = static_cast<std::size_t>(shape.numel()) * sizeof(float);
+  values_.push_back(std::move(v));
+  return static_cast<int>(values_.size()) - 1;
+}
+
+void Plan::inline_model(const ModelImpl& model, const std::vector<int>& input_ids, std::vector<int>& output_ids) {
+  std::unordered_map<const Node*, std::vector<int>> ids;
+  for (std::size_t i = 0; i < model.inputs().size(); ++i) ids[model.inputs()[i].node()] = {input_ids[i]};
+  for (const auto& node : model.nodes()) {
+    if (ids.count(node.get())) continue;  // a bound input
+    std::vector<int> in;
+    for (const SymbolicTensor& t : node->inputs()) in.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
+    if (const auto* nested = dynamic_cast<const ModelImpl*>(node->layer().get())) {
+      std::vector<int> out;
+      inline_model(*nested, in, out);
+      ids[node.get()] = out;
+      continue;
+    }
+    auto step = std::make_unique<Step>();
+    step->layer = node->layer().get();
+    step->in = in;
+    for (const Shape& s : node->output_shapes()) step->out.push_back(new_value(s.with_batch(options_.batch_size)));
+    ids[node.get()] = step->out;
+    steps_.push_back(std::move(step));
+  }
+  for (const SymbolicTensor& t : model.outputs()) output_ids.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
+}
+
+void Plan::plan_backward() {
+  const int S = static_cast<int>(steps_.size());
+  const int end = 2 * S + 1;
+  std::unordered_map<const Variable*, int> weight_index;
+  for (std::size_t k = 0; k < trainable_.size(); ++k) weight_index[trainable_[k].get()] = static_cast<int>(k);
+
+  std::vector<bool> requires_grad(values_.size(), false), available(values_.size(), false);
+  if (options_.input_gradients)
+    for (int id : input_ids_) requires_grad[static_cast<std::size_t>(id)] = true;
+  std::vector<bool> has_weights(static_cast<std::size_t>(S), false);
+  for (int s = 0; s < S; ++s) {
+    Step& st = *steps_[static_cast<std::size_t>(s)];
+    for (const VariablePtr& v : st.layer->trainable_weights())
+      if (weight_index.count(v.get())) has_weights[static_cast<std::size_t>(s)] = true;
+    bool rg = has_weights[static_cast<std::size_t>(s)];
+    for (int id : st.in) rg = rg || requires_grad[static_cast<std::size_t>(id)];
+    for (int id : st.out) requires_grad[static_cast<std::size_t>(id)] = rg;
+  }
+  for (int id : output_ids_) available[static_cast<std::size_t>(id)] = requires_grad[static_cast<std::size_t>(id)];
+  for (int s = S - 1; s >= 0; --s) {
+    Step& st = *steps_[static_cast<std::size_t>(s)];
+    bool wants = has_weights[static_cast<std::size_t>(s)];
+    for (int id : st.in) wants = wants || requires_grad[static_cast<std::size_t>(id)];
+    bool gets = false;
+    for (int id : st.out) gets = gets || available[static_cast<std::size_t>(id)];
+    st.run_backward = wants && gets;
+    if (st.run_backward)
+      for (int id : st.in)
+        if (requires_grad[static_cast<std::size_t>(id)]) available[static_cast<std::size_t>(id)] = true;
+  }
+
+  std::vector<int> grad_of(values_.size(), -1);
+  for (int id : output_ids_) {
+    const int g = new_value(values_[static_cast<std::size_t>(id)]->shape);
+    values_[static_cast<std::size_t>(g)]->use(0);
+    values_[static_cast<std::size_t>(g)]->use(end);
+    output_grad_ids_.push_back(g);
+    if (requires_grad[static_cast<std::size_t>(id)]) grad_of[static_cast<std::size_t>(id)] = g;
+  }
+  // A gradient buffer is "written" once something has put a value in it: the caller for output gradients,
+  // the first step (in backward order) for the rest. Later writers accumulate through a temporary.
+  std::vector<bool> written(values_.size(), false);
+  for (int id : output_ids_) written[static_cast<std::size_t>(id)] = true;
+  std::vector<bool> weight_written(trainable_.size(), false);
+  // Model inputs get their gradient buffers first, so a gradient no step writes stays zero there.
+  if (options_.input_gradients)
+    for (int id : input_ids_) {
+      const int g = new_value(values_[static_cast<std::size_t>(id)]->shape);
+      values_[static_cast<std::size_t>(g)]->zero = true;
+      values_[static_cast<std::size_t>(g)]->use(0);
+      values_[static_cast<std::size_t>(g)]->use(end);
+      input_grad_ids_.push_back(g);
+      grad_of[static_cast<std::size_t>(id)] = g;
+    }
+  for (int s = S - 1; s >= 0; --s) {
+    Step& st = *steps_[static_cast<std::size_t>(s)];
+    if (!st.run_backward) continue;
+    const int tb = 2 * S - 1 - s;
+    for (int id : st.out) {
+      int g = grad_of[static_cast<std::size_t>(id)];
+      if (g < 0) {  // an output no one differentiates: its gradient is zero
+        g = new_value(values_[static_cast<std::size_t>(id)]->shape);
+        values_[static_cast<std::size_t>(g)]->zero = true;
+        values_[static_cast<std::size_t>(g)]->use(0);
+        values_[static_cast<std::size_t>(g)]->use(end);
+        grad_of[static_cast<std::size_t>(id)] = g;
+      }
+      values_[static_cast<std::size_t>(g)]->use(tb);
+      st.grad_out.push_back(g);
+    }
+    for (int id : st.in) {
+      if (!requires_grad[static_cast<std::size_t>(id)]) {
+        st.grad_in.push_back(-1);
+        continue;
+      }
+      const Shape& shape = values_[static_cast<std::size_t>(id)]->shape;
+      int& g = grad_of[static_cast<std::size_t>(id)];
+      if (g < 0) g = new_value(shape);
+      values_[static_cast<std::size_t>(g)]->use(tb);
+      if (!written[static_cast<std::size_t>(id)]) {
+        written[static_cast<std::size_t>(id)] = true;
+        st.grad_in.push_back(g);
+      } else {
+        const int tmp = new_value(shape);
+        values_[static_cast<std::size_t>(tmp)]->use(tb);
+        st.grad_in.push_back(tmp);
+        st.accumulate.push_back({g, tmp});
+      }
+    }
+    for (const VariablePtr& v : st.layer->trainable_weights()) {
+      auto it = weight_index.find(v.get());
+      if (it == weight_index.end()) {  // trainable in the layer, frozen in the model: computed and dropped
+        const int tmp = new_value(v->value.shape());
+        values_[static_cast<std::size_t>(tmp)]->use(tb);
+        st.weight_grad.push_back(tmp);
+        continue;
+      }
+      const int k = it->second;
+      if (!weight_written[static_cast<std::size_t>(k)]) {
+        weight_written[static_cast<std::size_t>(k)] = true;
+        st.weight_grad.push_back(-1 - k);
+      } else {
+        const int tmp = new_value(v->value.shape());
+        values_[static_cast<std::size_t>(tmp)]->use(tb);
+        st.weight_grad.push_back(tmp);
+        st.accumulate.push_back({-1 - k, tmp});
+      }
+    }
+    if (st.layer->backward_needs_inputs())
+      for (int id : st.in) values_[static_cast<std::size_t>(id)]->use(tb);
+    if (st.layer->backward_needs_outputs())
+      for (int id : st.out) values_[static_cast<std::size_t>(id)]->use(tb);
+  }
+
+  std::size_t total = 0;
+  for (const VariablePtr& v : trainable_) total += static_cast<std::size_t>(v->value.numel());
+  flat_grads_ = Tensor::zeros(Shape{static_cast<Index>(total)}, DType::float32, options_.device);
+  std::size_t offset = 0;
+  for (const VariablePtr& v : trainable_) {
+    weight_grads_.push_back(flat_grads_.slice(static_cast<Index>(offset), static_cast<Index>(offset) + v->value.numel())
+                                .reshape(v->value.shape()));
+    offset += static_cast<std::size_t>(v->value.numel());
+  }
+}
+
+void Plan::assign_memory() {
+  // Greedy by size: each buffer, largest first, goes to the lowest offset free for its whole lifetime.
+  std::vector<Value*> order;
+  for (auto& v : values_)
+    if (!v->external && v->last >= 0) order.push_back(v.get());
+  std::stable_sort(order.begin(), order.end(), [](const Value* a, const Value* b) { return a->bytes > b->bytes; });
+  std::vector<const Value*> placed;
+  for (Value* v : order) {
+    const std::size_t size = aligned(std::max<std::size_t>(v->bytes, 1));
+    unshared_bytes_ += size;
+    std::vector<std::pair<std::size_t, std::size_t>> busy;
+    for (const Value* p : placed)
+      if (p->first <= v->last && v->first <= p->last) busy.emplace_back(p->offset, p->offset + aligned(std::max<std::size_t>(p->bytes, 1)));
+    std::sort(busy.begin(), busy.end());
+    std::size_t offset = 0;
+    for (const auto& [b, e] : busy) {
+      if (offset + size <= b) break;
+      offset = std::max(offset, e);
+    }
+    v->offset = offset;
+    arena_bytes_ = std::max(arena_bytes_, offset + size);
+    placed.push_back(v);
+  }
+  arena_ = std::make_shared<Storage>(std::max<std::size_t>(arena_bytes_, kAlign), options_.device);
+  for (Value* v : order) {
+    v->tensor = Tensor(arena_, v->offset, v->shape, DType::float32);
+    if (v->zero) v->tensor.zero();
+  }
+
+  for (auto& st : steps_) {
+    for (int id : st->in) st->ins.push_back(values_[static_cast<std::size_t>(id)]->tensor);
+    for (int id : st->out) st->outs.push_back(values_[static_cast<std::size_t>(id)]->tensor);
+    if (!st->run_backward) continue;
+    st->b_ins = st->layer->backward_needs_inputs() ? st->ins : std::vector<Tensor>(st->ins.size());
+    st->b_outs = st->layer->backward_needs_outputs() ? st->outs : std::vector<Tensor>(st->outs.size());
+    for (int id : st->grad_out) st->g_outs.push_back(values_[static_cast<std::size_t>(id)]->tensor);
+    for (int id : st->grad_in) st->g_ins.push_back(id < 0 ? Tensor() : values_[static_cast<std::size_t>(id)]->tensor);
+    for (int id : st->weight_grad)
+      st->w_grads.push_back(id < 0 ? weight_grads_[static_cast<std::size_t>(-1 - id)] : values_[static_cast<std::size_t>(id)]->tensor);
+  }
+}
+
+Tensor& Plan::value_tensor(int id) { return values_[static_cast<std::size_t>(id)]->tensor; }
+
+const Shape& Plan::input_shape(int i) const { return input_shapes_.at(static_cast<std::size_t>(i)); }
+
+void Plan::set_input(int i, const Tensor& x) {
+  if (i < 0 || i >= num_inputs()) throw std::out_of_range("Plan::set_input: no input " + std::to_string(i));
+  const Shape& want = input_shapes_[static_cast<std::size_t>(i)];
+  if (x.shape() != want || x.dtype() != DType::float32)
+    throw ShapeError("input " + std::to_string(i) + ": expected a float32 tensor of shape " + want.to_string() +
+                     ", got " + dtype_name(x.dtype()) + " " + x.shape().to_string());
+  if (x.device() != options_.device)
+    throw ShapeError("input " + std::to_string(i) + " is on " + x.device().to_string() + ", the plan runs on " +
+                     options_.device.to_string());
+  const int id = input_ids_[static_cast<std::size_t>(i)];
+  values_[static_cast<std::size_t>(id)]->tensor = x;
+  for (auto& st : steps_)
+    for (std::size_t k = 0; k < st->in.size(); ++k)
+      if (st->in[k] == id) {
+        st->ins[k] = x;
+        if (st->run_backward && st->layer->backward_needs_inputs()) st->b_ins[k] = x;
+      }
+  for (std::size_t k = 0; k < output_ids_.size(); ++k)
+    if (output_ids_[k] == id) values_[static_cast<std::size_t>(id)]->tensor = x;
+}
+
+void Plan::forward() {
+  for (std::size_t i = 0; i < input_ids_.size(); ++i)
+    if (!values_[static_cast<std::size_t>(input_ids_[i])]->tensor.defined())
+      throw std::logic_error("Plan::forward: input " + std::to_string(i) + " is not bound (set_input)");
+  for (auto& st : steps_) {
+    ForwardContext ctx;
+    ctx.inputs = st->ins;
+    ctx.outputs = st->outs;
+    ctx.training = options_.training;
+    ctx.state = &st->state;
+    ctx.rng = &rng_;
+    st->layer->forward(ctx);
+  }
+  forward_done_ = true;
+}
+
+const Tensor& Plan::output(int i) const {
+  return values_[static_cast<std::size_t>(output_ids_.at(static_cast<std::size_t>(i)))]->tensor;
+}
+
+Tensor& Plan::output_grad(int i) {
+  if (!options_.backward) throw std::logic_error("Plan::output_grad: the plan was compiled without backward");
+  return value_tensor(output_grad_ids_.at(static_cast<std::size_t>(i)));
+}
+
+const Tensor& Plan::input_grad(int i) const {
+  if (!options_.input_gradients) throw std::logic_error("Plan::input_grad: the plan was compiled without input_gradients");
+  return values_[static_cast<std::size_t>(input_grad_ids_.at(static_cast<std::size_t>(i)))]->tensor;
+}
+
+void Plan::backward() {
+  if (!options_.backward) throw std::logic_error("Plan::backward: the plan was compiled without backward");
+  if (!forward_done_) throw std::logic_error("Plan::backward: forward() has not run");
+  backend::Backend& be = backend::get(options_.device);
+  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+    Step& st = **it;
+    if (!st.run_backward) continue;
+    BackwardContext ctx;
+    ctx.inputs = st.b_ins;
+    ctx.outputs = st.b_outs;
+    ctx.grad_outputs = st.g_outs;
+    ctx.grad_inputs = st.g_ins;
+    ctx.weight_grads = st.w_grads;
+    ctx.training = options_.training;
+    ctx.state = &st.state;
+    st.layer->backward(ctx);
+    for (const Accumulate& a : st.accumulate) {
+      Tensor& target = a.target >= 0 ? value_tensor(a.target) : weight_grads_[static_cast<std::size_t>(-1 - a.target)];
+      const Tensor& source = value_tensor(a.source);
+      be.add(target.data<float>(), source.data<float>(), target.data<float>(), target.numel());
+    }
+  }
+}
+
+}  // namespace tower

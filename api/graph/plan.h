@@ -1,0 +1,93 @@
+#pragma once
+// Plan: a model's graph compiled for one batch size. Nested models are inlined, so the plan is one flat list
+// of forward steps and, for training, their backward steps in reverse. Every intermediate buffer (activations,
+// their gradients, temporaries for gradients that fan in) is sized and placed once in a single arena, with
+// buffers whose lifetimes do not overlap sharing memory. Weight gradients live in one contiguous buffer, so
+// a replica's gradients can be reduced with one all-reduce. After its first step a plan allocates nothing.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/core/random.h"
+#include "api/core/tensor.h"
+#include "api/models/layer.h"
+
+namespace tower {
+
+class ModelImpl;
+
+struct PlanOptions {
+  Index batch_size = 1;
+  bool training = false;  // training behaviour of Dropout, BatchNormalization, ...
+  bool backward = false;  // compile and allow backward()
+  bool input_gradients = false;  // with backward: also compute gradients of the model's inputs (input_grad)
+  Device device = Device::cpu();
+  std::uint64_t seed = 0;  // seeds random layers; 0 draws one from the global generator
+};
+
+class Plan {
+ public:
+  // Throws ShapeError if the model has an input whose batch size is fixed to another value.
+  Plan(const ModelImpl& model, PlanOptions options);
+  ~Plan();
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  const PlanOptions& options() const { return options_; }
+  Index batch_size() const { return options_.batch_size; }
+  int num_inputs() const { return static_cast<int>(input_ids_.size()); }
+  int num_outputs() const { return static_cast<int>(output_ids_.size()); }
+  // Shape expected for input i: [batch_size, ...].
+  const Shape& input_shape(int i) const;
+
+  // Binds input i for the following runs; no copy. Throws ShapeError for a wrong shape or device.
+  void set_input(int i, const Tensor& x);
+  void forward();
+  // Valid until the next forward().
+  const Tensor& output(int i) const;
+  // The caller writes dLoss/dOutput i here before backward().
+  Tensor& output_grad(int i);
+  // Requires options().backward and a preceding forward().
+  void backward();
+  // dLoss/dInput i after backward(); requires options().input_gradients.
+  const Tensor& input_grad(int i) const;
+
+  // The model's trainable weights when the plan was made, and their gradients after backward(): views of
+  // flat_grads(), in the same order.
+  const std::vector<VariablePtr>& trainable_weights() const { return trainable_; }
+  const std::vector<Tensor>& weight_grads() const { return weight_grads_; }
+  const Tensor& flat_grads() const { return flat_grads_; }
+
+  std::size_t arena_bytes() const { return arena_bytes_; }
+  // The bytes the same buffers would take without sharing.
+  std::size_t unshared_bytes() const { return unshared_bytes_; }
+  int num_steps() const { return static_cast<int>(steps_.size()); }
+
+ private:
+  struct Step;
+  struct Value;
+  struct Accumulate {
+    int target = -1, source = -1;  // value ids (or -1 - weight index for weight-gradient targets)
+  };
+
+  void inline_model(const ModelImpl& model, const std::vector<int>& input_ids, std::vector<int>& output_ids);
+  int new_value(const Shape& shape);
+  void plan_backward();
+  void assign_memory();
+  Tensor& value_tensor(int id);
+
+  PlanOptions options_;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<int> input_ids_, output_ids_, output_grad_ids_, input_grad_ids_;
+  std::vector<Shape> input_shapes_;
+  std::vector<VariablePtr> trainable_;
+  std::vector<Tensor> weight_grads_;
+  Tensor flat_grads_;
+  std::shared_ptr<Storage> arena_;
+  std::size_t arena_bytes_ = 0, unshared_bytes_ = 0;
+  Generator rng_;
+  bool forward_done_ = false;
+};
+
+}  // namespace tower

@@ -1,0 +1,183 @@
+#include "api/initializers/initializers.h"
+
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "api/core/random.h"
+
+namespace tower::initializers {
+namespace {
+
+struct Known {
+  const char* snake;
+  const char* camel;
+};
+constexpr Known kKnown[] = {
+    {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"},   {"he_normal", "HeNormal"},
+    {"he_uniform", "HeUniform"},         {"lecun_normal", "LecunNormal"},     {"lecun_uniform", "LecunUniform"},
+    {"zeros", "Zeros"},                  {"ones", "Ones"},                    {"constant", "Constant"},
+    {"random_normal", "RandomNormal"},   {"random_uniform", "RandomUniform"}, {"truncated_normal", "TruncatedNormal"},
+};
+
+std::string known_list() {
+  std::string s;
+  for (const Known& k : kKnown) s += (s.empty() ? "" : ", ") + std::string(k.snake);
+  return s;
+}
+
+// Keras' compute_fans.
+void fans(const Shape& s, double& fan_in, double& fan_out) {
+  if (s.rank() == 0) {
+    fan_in = fan_out = 1;
+  } else if (s.rank() == 1) {
+    fan_in = fan_out = static_cast<double>(s[0]);
+  } else if (s.rank() == 2) {
+    fan_in = static_cast<double>(s[0]);
+    fan_out = static_cast<double>(s[1]);
+  } else {
+    double receptive = 1;
+    for (int i = 0; i < s.rank() - 2; ++i) receptive *= static_cast<double>(s[i]);
+    fan_in = static_cast<double>(s[-2]) * receptive;
+    fan_out = static_cast<double>(s[-1]) * receptive;
+  }
+}
+
+}  // namespace
+
+Initializer::Initializer(std::string n) {
+  for (const Known& k : kKnown)
+    if (n == k.snake || n == k.camel) {
+      name = k.snake;
+      return;
+    }
+  if (n == "zero") { name = "zeros"; return; }
+  if (n == "one") { name = "ones"; return; }
+  throw std::invalid_argument("unknown initializer '" + n + "' (known: " + known_list() + ")");
+}
+
+void Initializer::operator()(Tensor& t) const {
+  const Index n = t.numel();
+  std::vector<float> v(static_cast<std::size_t>(n));
+  Generator g(seed ? *seed : next_global_seed());
+  double fan_in = 1, fan_out = 1;
+  fans(t.shape(), fan_in, fan_out);
+  const auto variance_scaling = [&](double scale, double fan, bool uniform) {
+    const double var = scale / std::max(1.0, fan);
+    if (uniform) {
+      const float limit = static_cast<float>(std::sqrt(3.0 * var));
+      for (float& x : v) x = g.uniform(-limit, limit);
+    } else {
+      // Keras' truncated normal: stddev of the untruncated normal so the truncated one has variance `var`.
+      const float stddev = static_cast<float>(std::sqrt(var) / 0.87962566103423978);
+      for (float& x : v) x = g.truncated_normal(0.f, stddev);
+    }
+  };
+  if (name == "zeros" || name == "ones" || name == "constant") {
+    const float c = name == "zeros" ? 0.f : name == "ones" ? 1.f : static_cast<float>(value);
+    for (float& x : v) x = c;
+  } else if (name == "random_normal") {
+    for (float& x : v) x = g.normal(static_cast<float>(mean), static_cast<float>(stddev));
+  } else if (name == "truncated_normal") {
+    for (float& x : v) x = g.truncated_normal(static_cast<float>(mean), static_cast<float>(stddev));
+  } else if (name == "random_uniform") {
+    for (float& x : v) x = g.uniform(static_cast<float>(minval), static_cast<float>(maxval));
+  } else if (name == "glorot_uniform") {
+    variance_scaling(1.0, (fan_in + fan_out) / 2, true);
+  } else if (name == "glorot_normal") {
+    variance_scaling(1.0, (fan_in + fan_out) / 2, false);
+  } else if (name == "he_normal") {
+    variance_scaling(2.0, fan_in, false);
+  } else if (name == "he_uniform") {
+    variance_scaling(2.0, fan_in, true);
+  } else if (name == "lecun_normal") {
+    variance_scaling(1.0, fan_in, false);
+  } else if (name == "lecun_uniform") {
+    variance_scaling(1.0, fan_in, true);
+  } else {
+    throw std::logic_error("initializer '" + name + "' has no fill rule");
+  }
+  t.copy_from(Tensor::from_vector(v, t.shape()));
+}
+
+Config Initializer::to_config() const {
+  Config c = Config::map();
+  std::string camel = name;
+  for (const Known& k : kKnown)
+    if (name == k.snake) camel = k.camel;
+  c.set("class_name", camel);
+  Config cfg = Config::map();
+  if (name == "constant") cfg.set("value", value);
+  if (name == "random_normal" || name == "truncated_normal") {
+    cfg.set("mean", mean);
+    cfg.set("stddev", stddev);
+  }
+  if (name == "random_uniform") {
+    cfg.set("minval", minval);
+    cfg.set("maxval", maxval);
+  }
+  if (name != "zeros" && name != "ones" && name != "constant")
+    cfg.set("seed", seed ? Config(static_cast<std::int64_t>(*seed)) : Config());
+  c.set("config", cfg);
+  return c;
+}
+
+Initializer Initializer::from_config(const Config& c) {
+  if (c.is_string()) return Initializer(c.as_string());
+  if (!c.is_map() || !c.contains("class_name"))
+    throw ConfigError("an initializer is a name or {class_name, config}, got " + c.to_json());
+  Initializer init(c.at("class_name").as_string());
+  if (c.contains("config")) {
+    for (const auto& [k, v] : c.at("config").as_map()) {
+      if (k == "mean") init.mean = v.as_double();
+      else if (k == "stddev") init.stddev = v.as_double();
+      else if (k == "minval") init.minval = v.as_double();
+      else if (k == "maxval") init.maxval = v.as_double();
+      else if (k == "value") init.value = v.as_double();
+      else if (k == "seed") init.seed = v.is_null() ? std::nullopt : std::optional<std::uint64_t>(v.as_int());
+      else throw ConfigError("initializer " + init.name + ": unknown argument '" + k + "'");
+    }
+  }
+  return init;
+}
+
+Initializer Zeros() { return Initializer("zeros"); }
+Initializer Ones() { return Initializer("ones"); }
+Initializer Constant(double value) {
+  Initializer i("constant");
+  i.value = value;
+  return i;
+}
+Initializer RandomNormal(RandomOptions o) {
+  Initializer i("random_normal");
+  i.mean = o.mean;
+  i.stddev = o.stddev;
+  i.seed = o.seed;
+  return i;
+}
+Initializer TruncatedNormal(RandomOptions o) {
+  Initializer i = RandomNormal(o);
+  i.name = "truncated_normal";
+  return i;
+}
+Initializer RandomUniform(UniformOptions o) {
+  Initializer i("random_uniform");
+  i.minval = o.minval;
+  i.maxval = o.maxval;
+  i.seed = o.seed;
+  return i;
+}
+static Initializer seeded(const char* name, std::optional<std::uint64_t> seed) {
+  Initializer i(name);
+  i.seed = seed;
+  return i;
+}
+Initializer GlorotUniform(std::optional<std::uint64_t> seed) { return seeded("glorot_uniform", seed); }
+Initializer GlorotNormal(std::optional<std::uint64_t> seed) { return seeded("glorot_normal", seed); }
+Initializer HeNormal(std::optional<std::uint64_t> seed) { return seeded("he_normal", seed); }
+Initializer HeUniform(std::optional<std::uint64_t> seed) { return seeded("he_uniform", seed); }
+Initializer LecunNormal(std::optional<std::uint64_t> seed) { return seeded("lecun_normal", seed); }
+Initializer LecunUniform(std::optional<std::uint64_t> seed) { return seeded("lecun_uniform", seed); }
+
+}  // namespace tower::initializers

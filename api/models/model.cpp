@@ -1,0 +1,425 @@
+#include "api/models/model.h"
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "api/models/registry.h"
+
+namespace tower {
+
+// ---- ModelImpl ------------------------------------------------------------------------------------------------
+
+ModelImpl::ModelImpl(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs, std::string name)
+    : Layer("Functional", std::move(name)) {
+  set_graph(std::move(inputs), std::move(outputs));
+}
+
+ModelImpl::ModelImpl(std::string type, std::string name) : Layer(std::move(type), std::move(name)) {}
+
+void ModelImpl::require_graph(const char* what) const {
+  if (!has_graph())
+    throw std::logic_error("Model '" + name() + "': " + what +
+                           " needs the input shape; start with an InputLayer or call build(input_shape)");
+}
+
+namespace {
+
+// Throws if `model` is reachable from itself through nested models.
+void check_no_self_nesting(const ModelImpl& root, const ModelImpl& model, std::vector<std::string>& path) {
+  for (const auto& node : model.nodes()) {
+    const auto* nested = dynamic_cast<const ModelImpl*>(node->layer().get());
+    if (!nested) continue;
+    path.push_back(nested->name());
+    if (nested == &root) {
+      std::string chain = root.name();
+      for (const std::string& p : path) chain += " -> " + p;
+      throw ShapeError("Model '" + root.name() + "': the graph has a cycle: " + chain);
+    }
+    check_no_self_nesting(root, *nested, path);
+    path.pop_back();
+  }
+}
+
+}  // namespace
+
+void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs) {
+  const std::string who = "Model '" + name() + "': ";
+  if (outputs.empty()) throw ShapeError(who + "a model needs at least one output");
+  std::unordered_set<const Node*> input_nodes;
+  for (const SymbolicTensor& t : inputs) {
+    if (!t.defined() || !dynamic_cast<InputLayerImpl*>(t.node()->layer().get()))
+      throw ShapeError(who + "input '" + t.name() + "' is not an Input() tensor");
+    if (!input_nodes.insert(t.node()).second) throw ShapeError(who + "input '" + t.name() + "' is listed twice");
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (outputs[i] == outputs[j]) throw ShapeError(who + "output '" + outputs[i].name() + "' is listed twice");
+
+  // Walk back from the outputs; every path must end at one of the given inputs.
+  std::unordered_set<const Node*> seen;
+  std::vector<std::shared_ptr<Node>> found;
+  std::function<void(const SymbolicTensor&, const std::string&)> visit = [&](const SymbolicTensor& t,
+                                                                            const std::string& via) {
+    if (!t.defined()) throw ShapeError(who + "an undefined tensor feeds " + via);
+    const std::shared_ptr<Node>& node = t.node_ptr();
+    if (!seen.insert(node.get()).second) return;
+    found.push_back(node);
+    if (dynamic_cast<InputLayerImpl*>(node->layer().get())) {
+      if (!input_nodes.count(node.get())) {
+        std::string given;
+        for (const SymbolicTensor& in : inputs) given += (given.empty() ? "" : ", ") + in.name();
+        throw ShapeError(who + "graph disconnected: " + via + " depends on input '" + t.name() +
+                         "', which is not among the model's inputs [" + given + "]");
+      }
+      return;
+    }
+    for (const SymbolicTensor& in : node->inputs()) visit(in, "layer '" + node->layer()->name() + "'");
+  };
+  for (const SymbolicTensor& out : outputs) visit(out, "output '" + out.name() + "'");
+  for (const SymbolicTensor& in : inputs)
+    if (!seen.count(in.node())) found.push_back(in.node_ptr());  // an unused input still binds data
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+
+  inputs_ = std::move(inputs);
+  outputs_ = std::move(outputs);
+  nodes_ = std::move(found);
+  std::vector<std::string> path;
+  try {
+    check_no_self_nesting(*this, *this, path);
+  } catch (...) {
+    inputs_.clear();
+    outputs_.clear();
+    nodes_.clear();
+    throw;
+  }
+}
+
+std::vector<LayerPtr> ModelImpl::layers() const {
+  std::vector<LayerPtr> out;
+  std::unordered_set<const Layer*> seen;
+  for (const auto& node : nodes_)
+    if (seen.insert(node->layer().get()).second) out.push_back(node->layer());
+  return out;
+}
+
+LayerPtr ModelImpl::get_layer(const std::string& layer_name) const {
+  std::string names;
+  for (const LayerPtr& l : layers()) {
+    if (l->name() == layer_name) return l;
+    names += (names.empty() ? "" : ", ") + l->name();
+  }
+  throw std::invalid_argument("Model '" + name() + "' has no layer '" + layer_name + "' (layers: " + names + ")");
+}
+
+std::vector<Shape> ModelImpl::compute_output_shape(const std::vector<Shape>& input_shapes) const {
+  require_graph("calling the model");
+  check_num_inputs(input_shapes, num_inputs());
+  Index batch = -1;
+  for (std::size_t i = 0; i < input_shapes.size(); ++i) {
+    const Shape& want = inputs_[i].shape();
+    const Shape& got = input_shapes[i];
+    bool ok = got.rank() == want.rank();
+    for (int d = 1; ok && d < got.rank(); ++d) ok = want[d] < 0 || got[d] < 0 || want[d] == got[d];
+    if (!ok)
+      shape_error("input " + std::to_string(i) + " has shape " + got.to_string() + ", the model expects " +
+                  want.to_string());
+    if (got.rank() > 0) batch = got[0];
+  }
+  std::vector<Shape> out;
+  for (const SymbolicTensor& t : outputs_) out.push_back(t.shape().with_batch(batch));
+  return out;
+}
+
+void ModelImpl::forward(const ForwardContext&) {
+  throw std::logic_error(where() + "a nested model is inlined by the plan and never run as one step");
+}
+
+void ModelImpl::backward(const BackwardContext&) {
+  throw std::logic_error(where() + "a nested model is inlined by the plan and never run as one step");
+}
+
+bool ModelImpl::has_training_behavior() const {
+  for (const LayerPtr& l : layers())
+    if (l->has_training_behavior()) return true;
+  return false;
+}
+
+std::vector<VariablePtr> ModelImpl::weights() const {
+  std::vector<VariablePtr> out;
+  std::unordered_set<const Variable*> seen;
+  for (const LayerPtr& l : layers())
+    for (const VariablePtr& v : l->weights())
+      if (seen.insert(v.get()).second) out.push_back(v);
+  return out;
+}
+
+std::vector<VariablePtr> ModelImpl::trainable_weights() const {
+  std::vector<VariablePtr> out;
+  if (!trainable()) return out;
+  std::unordered_set<const Variable*> seen;
+  for (const LayerPtr& l : layers())
+    for (const VariablePtr& v : l->trainable_weights())
+      if (seen.insert(v.get()).second) out.push_back(v);
+  return out;
+}
+
+std::vector<VariablePtr> ModelImpl::non_trainable_weights() const {
+  std::vector<VariablePtr> trainable_now = trainable_weights();
+  std::unordered_set<const Variable*> t;
+  for (const VariablePtr& v : trainable_now) t.insert(v.get());
+  std::vector<VariablePtr> out;
+  for (const VariablePtr& v : weights())
+    if (!t.count(v.get())) out.push_back(v);
+  return out;
+}
+
+void ModelImpl::set_trainable(bool trainable) {
+  Layer::set_trainable(trainable);
+  for (const LayerPtr& l : layers())
+    if (l.get() != this) l->set_trainable(trainable);
+}
+
+Config ModelImpl::get_config() const {
+  // Keras' functional config: layers with their inbound nodes as [layer name, node index, tensor index].
+  Config c = Config::map();
+  c.set("name", name());
+  std::unordered_map<const Node*, int> node_index;
+  std::unordered_map<const Layer*, int> calls;
+  for (const auto& node : nodes_) node_index[node.get()] = calls[node->layer().get()]++;
+  Config layers_cfg = Config::list();
+  for (const LayerPtr& l : layers()) {
+    Config entry = l->serialize();
+    entry.set("name", l->name());
+    Config inbound = Config::list();
+    for (const auto& node : nodes_) {
+      if (node->layer() != l || node->inputs().empty()) continue;
+      Config args = Config::list();
+      for (const SymbolicTensor& in : node->inputs())
+        args.push_back(Config::List{Config(in.layer().name()), Config(node_index.at(in.node())), Config(in.index())});
+      inbound.push_back(args);
+    }
+    entry.set("inbound_nodes", inbound);
+    layers_cfg.push_back(entry);
+  }
+  c.set("layers", layers_cfg);
+  const auto refs = [&](const std::vector<SymbolicTensor>& ts) {
+    Config l = Config::list();
+    for (const SymbolicTensor& t : ts)
+      l.push_back(Config::List{Config(t.layer().name()), Config(node_index.at(t.node())), Config(t.index())});
+    return l;
+  };
+  c.set("input_layers", refs(inputs_));
+  c.set("output_layers", refs(outputs_));
+  return c;
+}
+
+// ---- summary -----------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string with_commas(Index n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+std::string human_bytes(Index params) {
+  const double bytes = static_cast<double>(params) * 4.0;
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  double v = bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+// Display width of a UTF-8 string (each code point counts one column).
+std::size_t width(const std::string& s) {
+  std::size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++w;
+  return w;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  const std::size_t n = width(s);
+  if (n >= w) return s;
+  return right ? std::string(w - n, ' ') + s : s + std::string(w - n, ' ');
+}
+
+std::string repeat(const std::string& s, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+}  // namespace
+
+void ModelImpl::summary(std::ostream& os, int) const {
+  require_graph("summary()");
+  const bool sequential = type() == "Sequential";
+  std::unordered_map<const Layer*, std::vector<const Node*>> layer_nodes;
+  for (const auto& node : nodes_) layer_nodes[node->layer().get()].push_back(node.get());
+
+  std::vector<std::vector<std::string>> rows;
+  for (const LayerPtr& l : layers()) {
+    const auto& lnodes = layer_nodes[l.get()];
+    std::string shape;
+    for (const Node* n : lnodes) {
+      std::string s;
+      for (int i = 0; i < n->num_outputs(); ++i) s += (i ? ", " : "") + n->output_shapes()[static_cast<std::size_t>(i)].to_string();
+      if (shape.empty()) shape = s;
+      else if (shape != s) shape = "multiple";
+    }
+    std::vector<std::string> row{l->name() + " (" + l->type() + ")", shape, with_commas(l->count_params())};
+    if (!sequential) {
+      std::string connected;
+      for (const Node* n : lnodes)
+        for (const SymbolicTensor& in : n->inputs()) {
+          int call = 0;
+          for (const Node* other : layer_nodes[&in.layer()]) {
+            if (other == in.node()) break;
+            ++call;
+          }
+          connected += (connected.empty() ? "" : ", ") + in.layer().name() + "[" + std::to_string(call) + "][" +
+                       std::to_string(in.index()) + "]";
+        }
+      row.push_back(connected.empty() ? "-" : connected);
+    }
+    rows.push_back(row);
+  }
+
+  std::vector<std::string> header{"Layer (type)", "Output Shape", "Param #"};
+  if (!sequential) header.push_back("Connected to");
+  std::vector<std::size_t> widths{31, 22, 13, 20};
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], width(row[i]));
+  const std::size_t cols = header.size();
+  const auto line = [&](const char* left, const char* mid, const char* right, const char* fill) {
+    std::string s = left;
+    for (std::size_t i = 0; i < cols; ++i) s += repeat(fill, widths[i] + 2) + (i + 1 < cols ? mid : right);
+    return s;
+  };
+  const auto cells = [&](const std::vector<std::string>& row, const char* sep) {
+    std::string s = sep;
+    for (std::size_t i = 0; i < cols; ++i) s += " " + pad(row[i], widths[i], i == 2) + " " + sep;
+    return s;
+  };
+
+  os << "Model: \"" << name() << "\"\n";
+  os << line("┏", "┳", "┓", "━") << "\n" << cells(header, "┃") << "\n" << line("┡", "╇", "┩", "━") << "\n";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    os << cells(rows[r], "│") << "\n";
+    if (r + 1 < rows.size() && !sequential) os << line("├", "┼", "┤", "─") << "\n";
+  }
+  os << line("└", "┴", "┘", "─") << "\n";
+  Index trainable = 0, total = count_params();
+  for (const VariablePtr& v : trainable_weights()) trainable += v->value.numel();
+  os << " Total params: " << with_commas(total) << " (" << human_bytes(total) << ")\n";
+  os << " Trainable params: " << with_commas(trainable) << " (" << human_bytes(trainable) << ")\n";
+  os << " Non-trainable params: " << with_commas(total - trainable) << " (" << human_bytes(total - trainable) << ")\n";
+}
+
+// ---- Sequential --------------------------------------------------------------------------------------------
+
+SequentialImpl::SequentialImpl(std::vector<LayerPtr> layers, std::string name)
+    : ModelImpl("Sequential", std::move(name)) {
+  for (LayerPtr& l : layers) add(std::move(l));
+}
+
+void SequentialImpl::add(LayerPtr layer) {
+  if (!layer) throw std::invalid_argument("Model '" + name() + "': add() of a null layer");
+  if (auto input = std::dynamic_pointer_cast<InputLayerImpl>(layer)) {
+    if (input_layer_ || !layers_.empty())
+      throw std::invalid_argument("Model '" + name() + "': an InputLayer can only be the first layer");
+    input_layer_ = input;
+    rebuild();
+    return;
+  }
+  if (layer.get() == this) throw ShapeError("Model '" + name() + "': the graph has a cycle: a model cannot contain itself");
+  if (layer->num_inputs() != 1 && layer->num_inputs() != -1)
+    throw std::invalid_argument("Model '" + name() + "': layer '" + layer->name() + "' takes " +
+                                std::to_string(layer->num_inputs()) + " inputs; Sequential layers take one");
+  layers_.push_back(std::move(layer));
+  if (!input_layer_) return;
+  try {
+    rebuild();
+  } catch (...) {
+    layers_.pop_back();
+    rebuild();
+    throw;
+  }
+}
+
+void SequentialImpl::pop() {
+  if (layers_.empty()) throw std::logic_error("Model '" + name() + "': pop() of an empty Sequential");
+  layers_.pop_back();
+  if (input_layer_) rebuild();
+}
+
+void SequentialImpl::build_for(const Shape& input_shape) {
+  if (input_layer_) {
+    if (input_layer_->batch_shape().without_batch() == input_shape) return;
+    throw std::invalid_argument("Model '" + name() + "': built for input " +
+                                input_layer_->batch_shape().without_batch().to_string() + ", asked to build for " +
+                                input_shape.to_string());
+  }
+  input_layer_ = std::make_shared<InputLayerImpl>(InputLayerOptions{.shape = input_shape});
+  try {
+    rebuild();
+  } catch (...) {
+    input_layer_.reset();
+    throw;
+  }
+}
+
+void SequentialImpl::rebuild() {
+  SymbolicTensor x = input_layer_->output();
+  const SymbolicTensor in = x;
+  for (const LayerPtr& l : layers_) x = (*l)(x);
+  set_graph({in}, {x});
+}
+
+Config SequentialImpl::get_config() const {
+  Config c = Config::map();
+  c.set("name", name());
+  Config layers_cfg = Config::list();
+  if (input_layer_) layers_cfg.push_back(input_layer_->serialize());
+  for (const LayerPtr& l : layers_) layers_cfg.push_back(l->serialize());
+  c.set("layers", layers_cfg);
+  return c;
+}
+
+// ---- handles -----------------------------------------------------------------------------------------------
+
+Model::Model(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs, std::string name)
+    : impl_(std::make_shared<ModelImpl>(std::move(inputs), std::move(outputs), std::move(name))) {}
+
+Model::Model(const SymbolicTensor& input, const SymbolicTensor& output, std::string name)
+    : Model(std::vector<SymbolicTensor>{input}, std::vector<SymbolicTensor>{output}, std::move(name)) {}
+
+Model::Model(std::shared_ptr<ModelImpl> impl) : impl_(std::move(impl)) {
+  if (!impl_) throw std::invalid_argument("Model from a null implementation");
+}
+
+void Model::summary() const { impl_->summary(std::cout); }
+
+std::string Model::summary_string() const {
+  std::ostringstream os;
+  impl_->summary(os);
+  return os.str();
+}
+
+Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
+    : Model(std::make_shared<SequentialImpl>(std::move(layers), std::move(name))) {}
+
+}  // namespace tower
