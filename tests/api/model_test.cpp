@@ -1,0 +1,141 @@
+#include "api/models/model.h"
+
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+using layers::Dense;
+
+TEST(Model, FunctionalWithSeveralInputsAndOutputs) {
+  auto a = Input({4}, "in_a");
+  auto b = Input({2}, "in_b");
+  auto h = Dense({.units = 3, .name = "ha"})(a);
+  auto g = Dense({.units = 3, .name = "hb"})(b);
+  Model m({a, b}, {h, g}, "two_towers");
+  EXPECT_EQ(m.name(), "two_towers");
+  EXPECT_EQ(m.inputs().size(), 2u);
+  EXPECT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.layers().size(), 4u);  // two InputLayers and two Dense, as Keras lists them
+  EXPECT_EQ(m.get_layer("hb")->type(), "Dense");
+  EXPECT_THROW(m.get_layer("nope"), std::invalid_argument);
+  EXPECT_EQ(m.count_params(), 4 * 3 + 3 + 2 * 3 + 3);
+}
+
+TEST(Model, SequentialBuildsFromAnInputLayerOrOnDemand) {
+  Sequential s({InputLayer({.shape = {8}}), Dense({.units = 4}), Dense({.units = 2})});
+  EXPECT_EQ(s.layers().size(), 2u);  // Sequential does not list its InputLayer
+  EXPECT_EQ(s.outputs()[0].shape(), (Shape{-1, 2}));
+
+  Sequential lazy;
+  lazy.add(Dense({.units = 4}));
+  EXPECT_THROW(lazy.summary_string(), std::logic_error);  // no input shape yet
+  lazy.build({3});
+  lazy.add(Dense({.units = 1}));
+  EXPECT_EQ(lazy.count_params(), 3 * 4 + 4 + 4 + 1);
+}
+
+TEST(Model, SequentialAddOfAMismatchedLayerThrowsAndLeavesTheModelUnchanged) {
+  Dense fixed({.units = 2, .name = "fixed"});
+  fixed(Input({5}));  // built for 5 inputs
+  Sequential s({InputLayer({.shape = {3}}), Dense({.units = 4})});
+  EXPECT_THROW(s.add(fixed), ShapeError);
+  EXPECT_EQ(s.layers().size(), 1u);
+  EXPECT_EQ(s.outputs()[0].shape(), (Shape{-1, 4}));
+}
+
+TEST(Model, ModelsNestAsLayers) {
+  Sequential base({InputLayer({.shape = {6}}), Dense({.units = 4})}, "base");
+  auto x = Input({6});
+  auto y = Dense({.units = 2})(base(x));
+  Model m(x, y);
+  EXPECT_EQ(m.count_params(), base.count_params() + 4 * 2 + 2);
+  base.set_trainable(false);
+  EXPECT_EQ(m.trainable_weights().size(), 2u);
+}
+
+TEST(Model, DisconnectedOutputNamesTheMissingInput) {
+  auto a = Input({4}, "used");
+  auto b = Input({4}, "forgotten");
+  auto y = Dense({.units = 2, .name = "fc"})(b);
+  try {
+    Model m(a, y);
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("disconnected"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("forgotten"), std::string::npos) << msg;
+  }
+}
+
+TEST(Model, AModelContainingItselfIsACycle) {
+  Sequential s({InputLayer({.shape = {4}}), Dense({.units = 4})}, "loop");
+  try {
+    s.add(s);
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
+  }
+  // Indirect: a -> b -> a.
+  Sequential a({InputLayer({.shape = {4}}), Dense({.units = 4})}, "outer_a");
+  Sequential b({InputLayer({.shape = {4}}), Dense({.units = 4})}, "outer_b");
+  a.add(b);
+  EXPECT_THROW(b.add(a), ShapeError);
+}
+
+TEST(Model, NonInputTensorAsModelInputIsRejected) {
+  auto x = Input({4});
+  auto h = Dense({.units = 3})(x);
+  auto y = Dense({.units = 2})(h);
+  EXPECT_THROW(Model(h, y), ShapeError);
+}
+
+TEST(Model, SummaryPrintsKerasTable) {
+  clear_session();
+  Sequential s({InputLayer({.shape = {784}}), Dense({.units = 256, .activation = "relu"}),
+                Dense({.units = 10, .activation = "softmax"})});
+  const std::string text = s.summary_string();
+  EXPECT_NE(text.find("Model: \"sequential\""), std::string::npos) << text;
+  EXPECT_NE(text.find("dense (Dense)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(None, 256)"), std::string::npos) << text;
+  EXPECT_NE(text.find("200,960"), std::string::npos) << text;
+  EXPECT_NE(text.find("Total params: 203,530 (795.04 KB)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Non-trainable params: 0 (0.00 B)"), std::string::npos) << text;
+}
+
+TEST(Model, FunctionalSummaryHasConnectedTo) {
+  clear_session();
+  auto x = Input({4});
+  auto h = Dense({.units = 3, .name = "h"})(x);
+  auto y = Dense({.units = 2, .name = "y"})(h);
+  Model m(x, y);
+  const std::string text = m.summary_string();
+  EXPECT_NE(text.find("Connected to"), std::string::npos) << text;
+  EXPECT_NE(text.find("input_layer (InputLayer)"), std::string::npos) << text;
+  EXPECT_NE(text.find("h[0][0]"), std::string::npos) << text;
+}
+
+TEST(Model, LayerNamesAreUniquePerType) {
+  clear_session();
+  Dense a({.units = 1}), b({.units = 1});
+  EXPECT_EQ(a->name(), "dense");
+  EXPECT_EQ(b->name(), "dense_1");
+  EXPECT_EQ(to_snake_case("BatchNormalization"), "batch_normalization");
+  EXPECT_EQ(to_snake_case("Conv2D"), "conv2d");
+  EXPECT_EQ(to_snake_case("GlobalAveragePooling2D"), "global_average_pooling2d");
+}
+
+TEST(Model, ConfigListsLayersAndTheirInboundNodes) {
+  auto x = Input({4}, "x");
+  auto y = Dense({.units = 2, .name = "out"})(x);
+  Model m(x, y, "cfg");
+  const Config c = m->get_config();
+  EXPECT_EQ(c.at("name").as_string(), "cfg");
+  ASSERT_EQ(c.at("layers").size(), 2u);
+  const Config& dense = c.at("layers").as_list()[1];
+  EXPECT_EQ(dense.at("class_name").as_string(), "Dense");
+  EXPECT_EQ(dense.at("inbound_nodes").to_json(), "[[[\"x\", 0, 0]]]");
+}
+
+}  // namespace
+}  // namespace tower

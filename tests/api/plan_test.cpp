@@ -1,0 +1,121 @@
+#include "api/graph/plan.h"
+
+#include "api/core/allocator.h"
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+using layers::Dense;
+using testing::random_tensor;
+
+// x -> h = Dense(x) -> two heads (fan-out: h's gradient sums both), and a Dense shared by both inputs
+// (its kernel gradient sums both calls).
+Model two_input_model() {
+  auto a = Input({4}, "a");
+  auto b = Input({4}, "b");
+  Dense shared({.units = 3, .activation = "tanh", .name = "shared"});
+  auto ha = shared(a);
+  auto hb = shared(b);
+  Dense mix({.units = 5, .activation = "gelu", .name = "mix"});
+  auto h = mix(ha);
+  auto out1 = Dense({.units = 2, .name = "head1"})(h);
+  auto out2 = Dense({.units = 3, .activation = "sigmoid", .name = "head2"})(h);
+  auto out3 = Dense({.units = 2, .name = "head3"})(hb);
+  return Model({a, b}, {out1, out2, out3});
+}
+
+TEST(Plan, GradientsThroughFanOutAndSharedLayers) {
+  Model m = two_input_model();
+  testing::check_gradients(m, {random_tensor({3, 4}, 1), random_tensor({3, 4}, 2)});
+}
+
+TEST(Plan, NestedModelIsInlinedAndDifferentiated) {
+  auto x = Input({6});
+  auto inner_out = Dense({.units = 4, .activation = "relu"})(Dense({.units = 5, .activation = "tanh"})(x));
+  Model inner(x, inner_out, "inner");
+  auto y = Input({6});
+  auto z = Dense({.units = 2})(inner(y));
+  Model outer(y, z, "outer");
+  EXPECT_EQ(outer.count_params(), (6 * 5 + 5) + (5 * 4 + 4) + (4 * 2 + 2));
+  testing::check_gradients(outer, {random_tensor({2, 6}, 3)});
+}
+
+TEST(Plan, SteadyStateTrainingStepAllocatesNothing) {
+  Model m = two_input_model();
+  PlanOptions o;
+  o.batch_size = 8;
+  o.training = true;
+  o.backward = true;
+  Plan plan(m.impl(), o);
+  Tensor a = random_tensor({8, 4}, 4), b = random_tensor({8, 4}, 5);
+  plan.set_input(0, a);
+  plan.set_input(1, b);
+  const auto step = [&] {
+    plan.forward();
+    for (int i = 0; i < plan.num_outputs(); ++i) plan.output_grad(i).fill(1.f);
+    plan.backward();
+  };
+  step();  // the first step may create per-node state
+  const AllocatorStats before = allocator_for(Device::cpu()).stats();
+  for (int i = 0; i < 5; ++i) step();
+  const AllocatorStats after = allocator_for(Device::cpu()).stats();
+  EXPECT_EQ(after.allocations, before.allocations);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
+TEST(Plan, BuffersWithDisjointLifetimesShareMemory) {
+  auto x = Input({64});
+  SymbolicTensor h = x;
+  for (int i = 0; i < 10; ++i) h = Dense({.units = 64, .activation = "relu"})(h);
+  Model m(x, h);
+  PlanOptions o;
+  o.batch_size = 32;
+  Plan inference(m.impl(), o);
+  // Ten 32x64 activations in a chain: at most two are alive at once, plus the kept output.
+  EXPECT_LE(inference.arena_bytes(), 3u * 32 * 64 * 4);
+  EXPECT_GE(inference.unshared_bytes(), 10u * 32 * 64 * 4);
+  o.backward = true;
+  o.training = true;
+  Plan training(m.impl(), o);
+  EXPECT_LT(training.arena_bytes(), training.unshared_bytes());
+}
+
+TEST(Plan, FlatGradientsAreOneContiguousBufferInWeightOrder) {
+  Model m = two_input_model();
+  PlanOptions o;
+  o.batch_size = 2;
+  o.backward = true;
+  Plan plan(m.impl(), o);
+  Index total = 0;
+  for (const VariablePtr& v : plan.trainable_weights()) total += v->value.numel();
+  EXPECT_EQ(plan.flat_grads().numel(), total);
+  EXPECT_EQ(plan.trainable_weights().size(), m.trainable_weights().size());
+  ASSERT_EQ(plan.weight_grads().size(), plan.trainable_weights().size());
+  EXPECT_TRUE(plan.weight_grads()[0].same_storage(plan.flat_grads()));
+}
+
+TEST(Plan, FrozenLayerGetsNoGradientButPassesOne) {
+  auto x = Input({3});
+  Dense first({.units = 4, .activation = "tanh"});
+  Dense frozen({.units = 4, .activation = "tanh"});
+  auto y = Dense({.units = 2})(frozen(first(x)));
+  Model m(x, y);
+  frozen->set_trainable(false);
+  EXPECT_EQ(m.trainable_weights().size(), 4u);
+  EXPECT_EQ(m.non_trainable_weights().size(), 2u);
+  testing::check_gradients(m, {random_tensor({2, 3}, 6)});
+}
+
+TEST(Plan, RejectsInputsOfTheWrongShape) {
+  Model m = two_input_model();
+  PlanOptions o;
+  o.batch_size = 4;
+  Plan plan(m.impl(), o);
+  EXPECT_THROW(plan.set_input(0, random_tensor({4, 5}, 1)), ShapeError);
+  EXPECT_THROW(plan.set_input(0, random_tensor({3, 4}, 1)), ShapeError);
+  EXPECT_THROW(plan.forward(), std::logic_error);  // inputs not bound
+}
+
+}  // namespace
+}  // namespace tower
