@@ -23,6 +23,28 @@ Device Device::parse(const std::string& text) {
   throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
 }
 
+#ifdef TOWER_WITH_CUDA
+namespace backend::cuda {
+int device_count();  // backend/cuda/cuda_runtime.cpp
+}
+#endif
+
+int cuda_device_count() {
+#ifdef TOWER_WITH_CUDA
+  return backend::cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+std::vector<Device> list_physical_devices(const std::string& type) {
+  std::vector<Device> out;
+  if (type.empty() || type == "CPU" || type == "cpu") out.push_back(Device::cpu());
+  if (type.empty() || type == "GPU" || type == "gpu" || type == "cuda")
+    for (int i = 0; i < cuda_device_count(); ++i) out.push_back(Device::cuda(i));
+  return out;
+}
+
 std::string Device::to_string() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
 }

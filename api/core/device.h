@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 namespace tower {
 
@@ -19,5 +20,10 @@ struct Device {
   std::string to_string() const;
   bool operator==(const Device&) const = default;
 };
+
+// GPUs this process can use: 0 when Tower was built without CUDA or no GPU (or driver) is present.
+int cuda_device_count();
+// Keras' tf.config.list_physical_devices: "CPU", "GPU" or "" for all. The CPU is always listed.
+std::vector<Device> list_physical_devices(const std::string& type = "");
 
 }  // namespace tower
