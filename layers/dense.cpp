@@ -63,7 +63,7 @@ void DenseImpl::backward(const BackwardContext& ctx) {
   const Index k = kernel_->value.dim(0), n = options_.units, m = dy.numel() / n;
   const activations::Activation& act = options_.activation;
   Tensor dz = dy;
-  if (!act.is_linear()) {
+  if (!act.is_linear() && !ctx.output_grad_is_logits) {
     DenseState& st = ctx.get_state<DenseState>();
     if (!st.dz.defined() || st.dz.shape() != dy.shape()) st.dz = Tensor(dy.shape(), DType::float32, dy.device());
     const Tensor& y = ctx.outputs[0];

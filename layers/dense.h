@@ -41,6 +41,7 @@ class DenseImpl final : public Layer {
   void forward(const ForwardContext& ctx) override;
   void backward(const BackwardContext& ctx) override;
   bool backward_needs_outputs() const override { return !options_.activation.is_linear(); }
+  bool softmax_output() const override { return options_.activation.name() == "softmax"; }
   Config get_config() const override { return options_to_config(options_); }
 
  private:

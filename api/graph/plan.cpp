@@ -33,6 +33,7 @@ struct Plan::Step {
   std::vector<int> in, out;
   std::unique_ptr<LayerState> state;
   bool run_backward = false;
+  bool output_grad_is_logits = false;
   std::vector<int> grad_out, grad_in, weight_grad;  // weight_grad: value id, or -1-k for weight_grads_[k]
   std::vector<Accumulate> accumulate;
   std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
@@ -322,6 +323,27 @@ Tensor& Plan::output_grad(int i) {
   return value_tensor(output_grad_ids_.at(static_cast<std::size_t>(i)));
 }
 
+bool Plan::output_is_fusable_softmax(int i) const {
+  const int id = output_ids_.at(static_cast<std::size_t>(i));
+  const Step* producer = nullptr;
+  int consumers = 0;
+  for (const auto& st : steps_) {
+    for (int in : st->in) consumers += in == id;
+    for (int out : st->out)
+      if (out == id) producer = st.get();
+  }
+  return producer && consumers == 0 && producer->out.size() == 1 && producer->layer->softmax_output();
+}
+
+void Plan::set_output_grad_is_logits(int i, bool value) {
+  if (value && !output_is_fusable_softmax(i))
+    throw std::logic_error("Plan: output " + std::to_string(i) + " does not end in a fusable softmax");
+  const int id = output_ids_.at(static_cast<std::size_t>(i));
+  for (auto& st : steps_)
+    for (int out : st->out)
+      if (out == id) st->output_grad_is_logits = value;
+}
+
 const Tensor& Plan::input_grad(int i) const {
   if (!options_.input_gradients) throw std::logic_error("Plan::input_grad: the plan was compiled without input_gradients");
   return values_[static_cast<std::size_t>(input_grad_ids_.at(static_cast<std::size_t>(i)))]->tensor;
@@ -341,6 +363,7 @@ void Plan::backward() {
     ctx.grad_inputs = st.g_ins;
     ctx.weight_grads = st.w_grads;
     ctx.training = options_.training;
+    ctx.output_grad_is_logits = st.output_grad_is_logits;
     ctx.state = &st.state;
     st.layer->backward(ctx);
     for (const Accumulate& a : st.accumulate) {

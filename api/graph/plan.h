@@ -49,6 +49,12 @@ class Plan {
   Tensor& output_grad(int i);
   // Requires options().backward and a preceding forward().
   void backward();
+  // True when output i comes from a layer that ends in a softmax over the last axis (softmax_output()) and
+  // feeds no other step, so a loss may hand backward() the gradient with respect to the softmax's input.
+  bool output_is_fusable_softmax(int i) const;
+  // From now on output_grad(i) holds the gradient with respect to the softmax's input (requires
+  // output_is_fusable_softmax(i)).
+  void set_output_grad_is_logits(int i, bool value);
   // dLoss/dInput i after backward(); requires options().input_gradients.
   const Tensor& input_grad(int i) const;
 

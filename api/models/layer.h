@@ -70,6 +70,9 @@ struct BackwardContext {
   std::span<Tensor> grad_inputs;    // an undefined entry: that gradient is not needed
   std::span<Tensor> weight_grads;   // parallel to trainable_weights(); empty when nothing is trainable
   bool training = true;
+  // Set only for layers whose softmax_output() is true: grad_outputs[0] is already the gradient with respect
+  // to the softmax's input (a loss fused the softmax into its gradient), so the softmax backward is skipped.
+  bool output_grad_is_logits = false;
   std::unique_ptr<LayerState>* state = nullptr;
 
   template <class S> S& get_state() const {
@@ -105,6 +108,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual bool backward_needs_outputs() const { return false; }
   // Layers whose forward differs between training and inference (Dropout, BatchNormalization).
   virtual bool has_training_behavior() const { return false; }
+  // True when the layer's only output is a softmax over the last axis of an internal value and backward()
+  // honours BackwardContext::output_grad_is_logits (fused softmax + cross-entropy).
+  virtual bool softmax_output() const { return false; }
   // The number of inputs the layer takes, or -1 for any number >= 1 (merge layers).
   virtual int num_inputs() const { return 1; }
 

@@ -1,0 +1,27 @@
+#include "layers/add.h"
+
+#include "api/backend/backend.h"
+#include "api/models/registry.h"
+
+namespace tower::layers {
+
+AddImpl::AddImpl(Options options) : Merge("Add", options.name), options_(std::move(options)) {
+  options_.name = name();
+}
+
+void AddImpl::forward(const ForwardContext& ctx) {
+  const Tensor& y = ctx.outputs[0];
+  backend::Backend& be = backend::get(y.device());
+  const Index n = y.numel();
+  be.add(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), y.data<float>(), n);
+  for (std::size_t i = 2; i < ctx.inputs.size(); ++i) be.add(y.data<float>(), ctx.inputs[i].data<float>(), y.data<float>(), n);
+}
+
+void AddImpl::backward(const BackwardContext& ctx) {
+  for (Tensor& dx : ctx.grad_inputs)
+    if (dx.defined()) dx.copy_from(ctx.grad_outputs[0]);
+}
+
+TOWER_REGISTER_LAYER(AddImpl, "Add");
+
+}  // namespace tower::layers

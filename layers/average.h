@@ -1,0 +1,34 @@
+#pragma once
+// Average (keras.layers.Average): the elementwise mean of the inputs.
+// Two or more inputs of identical shape (no broadcasting); the output has that shape. No weights.
+#include "api/models/layer_options.h"
+#include "layers/merge.h"
+
+namespace tower::layers {
+
+struct AverageOptions {
+  std::string name;
+  template <class V> void visit(V&& v) { v("name", name); }
+};
+
+class AverageImpl final : public Merge {
+ public:
+  using Options = AverageOptions;
+  explicit AverageImpl(Options options);
+  const Options& options() const { return options_; }
+
+  void forward(const ForwardContext& ctx) override;
+  void backward(const BackwardContext& ctx) override;
+  bool backward_needs_inputs() const override { return false; }
+  Config get_config() const override { return options_to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class Average : public LayerHolder<AverageImpl> {
+ public:
+  using LayerHolder::LayerHolder;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,83 @@
+#pragma once
+// BatchNormalization (keras.layers.BatchNormalization), normalising over the last axis (channels of NHWC).
+// Input [..., channels] (rank >= 2) -> the same shape. Weights, in Keras' order: gamma [channels] (when
+// scale), beta [channels] (when center), moving_mean and moving_variance [channels] (non-trainable).
+//
+//   training (a training call of a trainable layer): y = gamma * (x - mean) / sqrt(var + epsilon) + beta with
+//     the batch mean and biased variance over every axis but the last; then
+//     moving_mean = moving_mean * momentum + mean * (1 - momentum), and the same for moving_variance with
+//     the biased batch variance (Keras 3).
+//   inference, or a frozen layer (trainable = false, even in a training call, as Keras does for
+//     fine-tuning): the same with moving_mean and moving_variance; backward is the gradient of that affine
+//     map, so a frozen layer still passes gradients to the layers before it.
+//
+// Only axis = -1 (or its positive equivalent) is supported: another axis throws std::invalid_argument when
+// the layer is called. `synchronized` is accepted and kept in the config; statistics are per replica until
+// the distribute module all-reduces them for SyncBN.
+#include "api/models/layer.h"
+#include "api/models/layer_options.h"
+
+namespace tower::layers {
+
+struct BatchNormalizationOptions {
+  int axis = -1;
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  initializers::Initializer beta_initializer = "zeros";
+  initializers::Initializer gamma_initializer = "ones";
+  initializers::Initializer moving_mean_initializer = "zeros";
+  initializers::Initializer moving_variance_initializer = "ones";
+  regularizers::Regularizer beta_regularizer;
+  regularizers::Regularizer gamma_regularizer;
+  bool synchronized = false;
+  std::string name;
+  template <class V>
+  void visit(V&& v) {
+    v("axis", axis);
+    v("momentum", momentum);
+    v("epsilon", epsilon);
+    v("center", center);
+    v("scale", scale);
+    v("beta_initializer", beta_initializer);
+    v("gamma_initializer", gamma_initializer);
+    v("moving_mean_initializer", moving_mean_initializer);
+    v("moving_variance_initializer", moving_variance_initializer);
+    v("beta_regularizer", beta_regularizer);
+    v("gamma_regularizer", gamma_regularizer);
+    v("synchronized", synchronized);
+    v("name", name);
+  }
+};
+
+class BatchNormalizationImpl final : public Layer {
+ public:
+  using Options = BatchNormalizationOptions;
+  // Throws std::invalid_argument for a negative epsilon.
+  explicit BatchNormalizationImpl(Options options);
+  const Options& options() const { return options_; }
+  // Null when scale (gamma) or center (beta) is off.
+  const VariablePtr& gamma() const { return gamma_; }
+  const VariablePtr& beta() const { return beta_; }
+  const VariablePtr& moving_mean() const { return moving_mean_; }
+  const VariablePtr& moving_variance() const { return moving_variance_; }
+
+  void build(const std::vector<Shape>& input_shapes) override;
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
+  void forward(const ForwardContext& ctx) override;
+  void backward(const BackwardContext& ctx) override;
+  bool has_training_behavior() const override { return true; }
+  Config get_config() const override { return options_to_config(options_); }
+
+ private:
+  Options options_;
+  VariablePtr gamma_, beta_, moving_mean_, moving_variance_;
+};
+
+class BatchNormalization : public LayerHolder<BatchNormalizationImpl> {
+ public:
+  using LayerHolder::LayerHolder;
+};
+
+}  // namespace tower::layers

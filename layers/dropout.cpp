@@ -1,0 +1,63 @@
+#include "layers/dropout.h"
+
+#include "api/backend/backend.h"
+#include "api/models/registry.h"
+
+namespace tower::layers {
+
+namespace {
+struct DropoutState : LayerState {
+  Tensor mask;          // 0 or 1 / (1 - rate) per element, from the last training forward
+  bool masked = false;  // false when the last forward was the identity
+};
+}  // namespace
+
+DropoutImpl::DropoutImpl(Options options) : Layer("Dropout", options.name), options_(std::move(options)) {
+  options_.name = name();
+  if (!(options_.rate >= 0.f && options_.rate < 1.f))
+    throw std::invalid_argument(where() + "rate must be in [0, 1), got " + std::to_string(options_.rate));
+}
+
+std::vector<Shape> DropoutImpl::compute_output_shape(const std::vector<Shape>& in) const {
+  check_num_inputs(in, 1);
+  return {in[0]};
+}
+
+std::uint64_t DropoutImpl::next_seed(const ForwardContext& ctx) {
+  if (!options_.seed) return ctx.rng ? ctx.rng->next_u64() : next_global_seed();
+  // Mixes the call count into the seed (boost's hash_combine), so consecutive calls draw different masks.
+  const std::uint64_t seed = static_cast<std::uint64_t>(*options_.seed);
+  const std::uint64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
+  return seed ^ (call + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+
+void DropoutImpl::forward(const ForwardContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  DropoutState& st = ctx.get_state<DropoutState>();
+  st.masked = ctx.training && options_.rate > 0.f;
+  if (!st.masked) {
+    y.copy_from(x);
+    return;
+  }
+  if (!st.mask.defined() || st.mask.shape() != x.shape()) st.mask = Tensor(x.shape(), DType::float32, x.device());
+  backend::Backend& be = backend::get(x.device());
+  be.dropout_mask(st.mask.data<float>(), x.numel(), options_.rate, next_seed(ctx));
+  be.mul(x.data<float>(), st.mask.data<float>(), y.data<float>(), x.numel());
+}
+
+void DropoutImpl::backward(const BackwardContext& ctx) {
+  Tensor& dx = ctx.grad_inputs[0];
+  if (!dx.defined()) return;
+  const Tensor& dy = ctx.grad_outputs[0];
+  const DropoutState& st = ctx.get_state<DropoutState>();
+  if (!st.masked) {
+    dx.copy_from(dy);
+    return;
+  }
+  backend::get(dy.device()).mul(dy.data<float>(), st.mask.data<float>(), dx.data<float>(), dy.numel());
+}
+
+TOWER_REGISTER_LAYER(DropoutImpl, "Dropout");
+
+}  // namespace tower::layers

@@ -1,0 +1,44 @@
+#pragma once
+// GlobalAveragePooling2D (keras.layers.GlobalAveragePooling2D): the mean over all spatial positions of each channel.
+// Input [batch, height, width, channels] -> [batch, channels], or [batch, 1, 1, channels] with keepdims.
+// No weights. Throws std::invalid_argument for data_format 'channels_first'.
+#include "api/models/layer.h"
+#include "api/models/layer_options.h"
+
+namespace tower::layers {
+
+struct GlobalAveragePooling2DOptions {
+  std::string data_format = "channels_last";
+  bool keepdims = false;
+  std::string name;
+  template <class V>
+  void visit(V&& v) {
+    v("data_format", data_format);
+    v("keepdims", keepdims);
+    v("name", name);
+  }
+};
+
+class GlobalAveragePooling2DImpl final : public Layer {
+ public:
+  using Options = GlobalAveragePooling2DOptions;
+  explicit GlobalAveragePooling2DImpl(Options options);
+  const Options& options() const { return options_; }
+
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
+  void forward(const ForwardContext& ctx) override;
+  void backward(const BackwardContext& ctx) override;
+  bool backward_needs_inputs() const override { return false; }
+  bool backward_needs_outputs() const override { return false; }
+  Config get_config() const override { return options_to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class GlobalAveragePooling2D : public LayerHolder<GlobalAveragePooling2DImpl> {
+ public:
+  using LayerHolder::LayerHolder;
+};
+
+}  // namespace tower::layers

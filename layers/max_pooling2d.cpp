@@ -1,0 +1,25 @@
+#include "layers/max_pooling2d.h"
+
+#include "api/models/registry.h"
+
+namespace tower::layers {
+
+MaxPooling2DImpl::MaxPooling2DImpl(Options options)
+    : Layer("MaxPooling2D", options.name), options_(std::move(options)) {
+  options_.name = name();
+  geometry_ = detail::check_pool_arguments(where(), backend::PoolKind::max, options_.pool_size, options_.strides,
+                                           options_.padding, options_.data_format);
+}
+
+std::vector<Shape> MaxPooling2DImpl::compute_output_shape(const std::vector<Shape>& in) const {
+  check_num_inputs(in, 1);
+  return {detail::pool2d_output_shape(where(), in[0], geometry_)};
+}
+
+void MaxPooling2DImpl::forward(const ForwardContext& ctx) { detail::pool2d_forward(ctx, geometry_); }
+
+void MaxPooling2DImpl::backward(const BackwardContext& ctx) { detail::pool2d_backward(ctx); }
+
+TOWER_REGISTER_LAYER(MaxPooling2DImpl, "MaxPooling2D");
+
+}  // namespace tower::layers

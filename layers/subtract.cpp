@@ -1,0 +1,32 @@
+#include "layers/subtract.h"
+
+#include "api/backend/backend.h"
+#include "api/models/registry.h"
+
+namespace tower::layers {
+
+SubtractImpl::SubtractImpl(Options options) : Merge("Subtract", options.name), options_(std::move(options)) {
+  options_.name = name();
+}
+
+std::vector<Shape> SubtractImpl::compute_output_shape(const std::vector<Shape>& in) const {
+  check_input_count(in, 2, true);
+  return Merge::compute_output_shape(in);
+}
+
+void SubtractImpl::forward(const ForwardContext& ctx) {
+  const Tensor& y = ctx.outputs[0];
+  backend::get(y.device())
+      .sub(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), y.data<float>(), y.numel());
+}
+
+void SubtractImpl::backward(const BackwardContext& ctx) {
+  const Tensor& dy = ctx.grad_outputs[0];
+  if (ctx.grad_inputs[0].defined()) ctx.grad_inputs[0].copy_from(dy);
+  if (ctx.grad_inputs[1].defined())
+    backend::get(dy.device()).axpby(-1.f, dy.data<float>(), 0.f, ctx.grad_inputs[1].data<float>(), dy.numel());
+}
+
+TOWER_REGISTER_LAYER(SubtractImpl, "Subtract");
+
+}  // namespace tower::layers

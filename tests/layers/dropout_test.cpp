@@ -1,0 +1,165 @@
+#include "layers/dropout.h"
+
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+Plan make_plan(const Model& model, Index batch, bool training, bool backward = false) {
+  PlanOptions o;
+  o.batch_size = batch;
+  o.training = training;
+  o.backward = backward;
+  o.input_gradients = backward;
+  o.seed = 7;
+  return Plan(model.impl(), o);
+}
+
+TEST(Dropout, InferenceIsTheIdentity) {
+  layers::Dropout dropout({.rate = 0.5f});
+  const Tensor x = testing::random_tensor({4, 5}, 1);
+  testing::expect_near(testing::run_layer(dropout, {x}, false)[0], x, 0.f, 0.f);
+}
+
+TEST(Dropout, TrainingZeroesAboutRateAndScalesTheRest) {
+  layers::Dropout dropout({.rate = 0.3f});
+  const Tensor x = Tensor::full({100, 100}, 2.f);
+  const std::vector<float> y = testing::run_layer(dropout, {x}, true)[0].to_vector();
+  int zeros = 0;
+  for (float v : y) {
+    if (v == 0.f) ++zeros;
+    else EXPECT_FLOAT_EQ(v, 2.f / 0.7f);
+  }
+  EXPECT_NEAR(zeros / 10000.0, 0.3, 0.02);
+}
+
+TEST(Dropout, RateZeroIsTheIdentityInTraining) {
+  layers::Dropout dropout;
+  const Tensor x = testing::random_tensor({3, 4}, 2);
+  testing::expect_near(testing::run_layer(dropout, {x}, true)[0], x, 0.f, 0.f);
+}
+
+// The mask changes with every forward, so finite differences cannot be used: with x = 1 the output is the
+// mask itself, and dx must be exactly mask * dy.
+TEST(Dropout, TrainingGradientIsTheMaskTimesUpstream) {
+  auto in = Input({6, 5});
+  Model model(in, layers::Dropout({.rate = 0.4f})(in));
+  Plan plan = make_plan(model, 3, true, true);
+  const Tensor ones = Tensor::full({3, 6, 5}, 1.f);
+  plan.set_input(0, ones);
+  plan.forward();
+  const std::vector<float> mask = plan.output(0).to_vector();
+  const Tensor dy = testing::random_tensor({3, 6, 5}, 3);
+  plan.output_grad(0).copy_from(dy);
+  plan.backward();
+  std::vector<float> expected(mask.size());
+  const std::vector<float> r = dy.to_vector();
+  int dropped = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    expected[i] = mask[i] * r[i];
+    dropped += mask[i] == 0.f;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, static_cast<int>(mask.size()));
+  testing::expect_near(plan.input_grad(0), expected, 0.f, 0.f);
+}
+
+TEST(Dropout, InferenceGradients) {
+  layers::Dropout dropout({.rate = 0.5f});
+  testing::GradCheckOptions o;
+  o.training = false;
+  testing::check_gradients(dropout, {testing::random_tensor({2, 7}, 4)}, o);
+}
+
+TEST(Dropout, EachTrainingForwardDrawsANewMask) {
+  auto in = Input({50});
+  Model model(in, layers::Dropout({.rate = 0.5f})(in));
+  Plan plan = make_plan(model, 4, true);
+  const Tensor ones = Tensor::full({4, 50}, 1.f);
+  plan.set_input(0, ones);
+  plan.forward();
+  const std::vector<float> first = plan.output(0).to_vector();
+  plan.forward();
+  EXPECT_NE(plan.output(0).to_vector(), first);
+}
+
+TEST(Dropout, ASeededLayerRepeatsItsSequenceOfMasks) {
+  const auto masks = [](std::optional<std::int64_t> seed, std::uint64_t plan_seed) {
+    auto in = Input({50});
+    Model model(in, layers::Dropout({.rate = 0.5f, .seed = seed})(in));
+    PlanOptions o;
+    o.batch_size = 4;
+    o.training = true;
+    o.seed = plan_seed;
+    Plan plan(model.impl(), o);
+    const Tensor ones = Tensor::full({4, 50}, 1.f);
+    plan.set_input(0, ones);
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < 2; ++i) {
+      plan.forward();
+      out.push_back(plan.output(0).to_vector());
+    }
+    return out;
+  };
+  // The layer's own seed decides the masks, whatever the plan's generator.
+  const auto a = masks(1234, 1), b = masks(1234, 2);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a[0], a[1]);
+  EXPECT_NE(masks(99, 1)[0], a[0]);
+  // Unseeded layers follow the plan's generator.
+  EXPECT_NE(masks(std::nullopt, 1)[0], masks(std::nullopt, 2)[0]);
+}
+
+TEST(Dropout, SteadyStateTrainingStepAllocatesNothing) {
+  auto in = Input({8});
+  Model model(in, layers::Dropout({.rate = 0.5f})(in));
+  Plan plan = make_plan(model, 4, true, true);
+  const Tensor x = testing::random_tensor({4, 8}, 5);
+  plan.set_input(0, x);
+  const auto step = [&] {
+    plan.forward();
+    plan.output_grad(0).fill(1.f);
+    plan.backward();
+  };
+  step();
+  const AllocatorStats before = allocator_for(Device::cpu()).stats();
+  for (int i = 0; i < 3; ++i) step();
+  EXPECT_EQ(allocator_for(Device::cpu()).stats().allocations, before.allocations);
+}
+
+TEST(Dropout, HasTrainingBehaviorAndReadsNoInputsInBackward) {
+  layers::Dropout dropout({.rate = 0.1f});
+  EXPECT_TRUE(dropout->has_training_behavior());
+  EXPECT_FALSE(dropout->backward_needs_inputs());
+  EXPECT_FALSE(dropout->backward_needs_outputs());
+}
+
+TEST(Dropout, ConfigRoundTrip) {
+  layers::Dropout dropout({.rate = 0.25f, .seed = 17, .name = "drop"});
+  testing::check_config_roundtrip(dropout);
+  const Config c = dropout->get_config();
+  EXPECT_DOUBLE_EQ(c.at("rate").as_double(), 0.25);
+  EXPECT_EQ(c.at("seed").as_int(), 17);
+  layers::Dropout unseeded({.rate = 0.5f});
+  EXPECT_TRUE(unseeded->get_config().at("seed").is_null());
+  testing::check_config_roundtrip(unseeded);
+}
+
+TEST(Dropout, RejectsRateOutsideZeroToOne) {
+  EXPECT_THROW(layers::Dropout({.rate = 1.f}), std::invalid_argument);
+  EXPECT_THROW(layers::Dropout({.rate = -0.1f}), std::invalid_argument);
+  EXPECT_NO_THROW(layers::Dropout({.rate = 0.f}));
+}
+
+TEST(Dropout, TwoInputsNameTheLayer) {
+  layers::Dropout dropout({.rate = 0.5f, .name = "d"});
+  try {
+    dropout(std::vector<SymbolicTensor>{Input({3}), Input({3})});
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("'d' (Dropout)"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tower

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Reference values for Tower's layers, computed by Keras itself.
+
+Install and run (from the repository root; any machine, CPU only):
+
+    python3 -m pip install tensorflow-cpu keras      # Keras 3 on the TensorFlow backend
+    python3 tests/reference/make_layer_fixtures.py    # rewrites tests/reference/layers/*.json
+
+For each case in CASES below the script builds the Keras layer from a kwargs dict, builds it on the given
+input shapes, sets deterministic weights (seeded numpy: kernels and biases in [-0.5, 0.5], BatchNormalization
+gamma and moving_variance in [0.5, 1.5]), draws seeded inputs, runs the layer with the case's `training` flag
+and, with tf.GradientTape, takes the gradients of
+
+    L = sum_i sum(output_i * R_i)        (R_i seeded random, one per output)
+
+with respect to every input and every trainable weight. One JSON file per case, tests/reference/layers/<case>.json:
+
+    layer          {"class_name", "config"}: config is exactly the kwargs given to Keras (Tower reads the same keys)
+    training       bool
+    inputs         [{"shape", "data"}]            data flattened row-major (channels-last, as Keras)
+    weights        [{"name", "shape", "data"}]    layer.weights order, values before the step; name without the
+                                                  layer prefix ("kernel", "gamma", "moving_mean", ...)
+    upstream       [{"shape", "data"}]            R_i, one per output
+    outputs        [{"shape", "data"}]
+    input_grads    [{"shape", "data"}]            dL/d input, one per input
+    weight_grads   [{"name", "shape", "data"}]    dL/d weight, layer.trainable_weights order
+    weights_after  [{"name", "shape", "data"}]    (BatchNormalization with training only) every weight after
+                                                  the step, i.e. with the moving statistics updated
+
+Floats are written as the shortest decimal string that reads back as the same float32. Layers whose gradient
+has kinks (ReLU, the piecewise activations, max pooling) get inputs that are a random permutation of a spaced
+grid, so values are distinct and away from the kinks. The C++ test tests/reference/keras_layers_test.cpp reads
+every file. Dropout is random and has no fixture here.
+"""
+import json
+import os
+import sys
+import zlib
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers")
+
+# Points where a layer's derivative jumps (relu 0, relu6 6, ReLU threshold 0.5, hard_sigmoid +-3).
+KINKS = (0.0, 0.5, 6.0, -3.0, 3.0)
+
+
+def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0):
+    """inputs: "uniform" (seeded uniform in [low, high)) or "grid" (a permutation of a spaced grid in [low, high])."""
+    return dict(name=name, class_name=class_name, config=config, input_shapes=input_shapes, training=training,
+                inputs=inputs, low=low, high=high)
+
+
+ACTIVATIONS = ["relu", "relu6", "sigmoid", "tanh", "softmax", "gelu", "swish", "elu", "leaky_relu", "selu",
+               "softplus", "softsign", "hard_sigmoid", "linear"]
+
+CASES = [
+    # Dense
+    case("Dense_linear", "Dense", {"units": 3}, [(2, 4)]),
+    case("Dense_no_bias", "Dense", {"units": 3, "use_bias": False}, [(2, 4)]),
+    case("Dense_relu", "Dense", {"units": 4, "activation": "relu"}, [(2, 5)]),
+    case("Dense_softmax", "Dense", {"units": 4, "activation": "softmax"}, [(2, 3)]),
+    case("Dense_gelu", "Dense", {"units": 3, "activation": "gelu"}, [(2, 4)]),
+    case("Dense_rank3", "Dense", {"units": 2, "activation": "tanh"}, [(2, 3, 4)]),
+    case("Dense_rank3_no_bias", "Dense", {"units": 3, "use_bias": False}, [(2, 2, 4)]),
+    # Conv2D
+    case("Conv2D_valid", "Conv2D", {"filters": 2, "kernel_size": 3, "padding": "valid"}, [(2, 5, 5, 3)]),
+    case("Conv2D_same_nonsquare", "Conv2D", {"filters": 3, "kernel_size": [3, 2], "padding": "same"},
+         [(2, 5, 4, 2)]),
+    case("Conv2D_strides2_same_odd", "Conv2D", {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "same"},
+         [(2, 5, 5, 2)]),
+    case("Conv2D_strides2_same_even", "Conv2D", {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "same"},
+         [(2, 6, 6, 2)]),
+    case("Conv2D_strides_1x2_valid", "Conv2D", {"filters": 2, "kernel_size": 2, "strides": [1, 2]},
+         [(2, 4, 5, 2)]),
+    case("Conv2D_dilation2_valid", "Conv2D", {"filters": 2, "kernel_size": 3, "dilation_rate": 2},
+         [(2, 6, 6, 2)]),
+    case("Conv2D_dilation2_same", "Conv2D", {"filters": 2, "kernel_size": 3, "dilation_rate": 2, "padding": "same"},
+         [(2, 5, 5, 2)]),
+    case("Conv2D_groups2", "Conv2D", {"filters": 4, "kernel_size": 3, "groups": 2, "padding": "same"},
+         [(2, 4, 4, 4)]),
+    case("Conv2D_relu_no_bias", "Conv2D",
+         {"filters": 3, "kernel_size": 3, "padding": "same", "activation": "relu", "use_bias": False},
+         [(2, 4, 4, 2)]),
+    case("Conv2D_1x1", "Conv2D", {"filters": 4, "kernel_size": 1}, [(2, 3, 3, 3)]),
+    # DepthwiseConv2D
+    case("DepthwiseConv2D_mult1_same", "DepthwiseConv2D", {"kernel_size": 3, "padding": "same"}, [(2, 5, 5, 3)]),
+    case("DepthwiseConv2D_mult2_valid", "DepthwiseConv2D", {"kernel_size": 3, "depth_multiplier": 2},
+         [(2, 5, 5, 2)]),
+    case("DepthwiseConv2D_strides2_same", "DepthwiseConv2D", {"kernel_size": 3, "strides": 2, "padding": "same"},
+         [(2, 6, 6, 3)]),
+    case("DepthwiseConv2D_no_bias", "DepthwiseConv2D",
+         {"kernel_size": [2, 3], "padding": "same", "use_bias": False, "depth_multiplier": 2}, [(2, 4, 5, 2)]),
+    case("DepthwiseConv2D_relu6", "DepthwiseConv2D", {"kernel_size": 3, "activation": "relu6"}, [(2, 5, 5, 2)],
+         low=-4.0, high=4.0),
+    # BatchNormalization
+    case("BatchNormalization_train", "BatchNormalization", {"momentum": 0.9, "epsilon": 1e-3}, [(2, 3, 3, 4)],
+         training=True),
+    case("BatchNormalization_infer", "BatchNormalization", {"momentum": 0.9, "epsilon": 1e-3}, [(2, 3, 3, 4)],
+         training=False),
+    case("BatchNormalization_train_no_center_scale", "BatchNormalization", {"center": False, "scale": False},
+         [(2, 3, 3, 3)], training=True),
+    case("BatchNormalization_infer_no_center_scale", "BatchNormalization", {"center": False, "scale": False},
+         [(2, 3, 3, 3)], training=False),
+    case("BatchNormalization_train_defaults", "BatchNormalization", {}, [(2, 2, 2, 3)], training=True),
+    case("BatchNormalization_train_rank2", "BatchNormalization", {"momentum": 0.9, "epsilon": 1e-3}, [(2, 4)],
+         training=True),
+    # ReLU
+    case("ReLU_plain", "ReLU", {}, [(2, 3, 4)], inputs="grid", low=-3.0, high=3.0),
+    case("ReLU_max_value6", "ReLU", {"max_value": 6.0}, [(2, 3, 4)], inputs="grid", low=-4.0, high=9.0),
+    case("ReLU_slope_threshold", "ReLU", {"negative_slope": 0.1, "threshold": 0.5}, [(2, 3, 4)], inputs="grid",
+         low=-2.0, high=3.0),
+    case("ReLU_all_options", "ReLU", {"max_value": 6.0, "negative_slope": 0.1, "threshold": 0.5}, [(2, 3, 4)],
+         inputs="grid", low=-3.0, high=9.0),
+] + [
+    case("Activation_" + a, "Activation", {"activation": a}, [(2, 3, 4)], inputs="grid", low=-4.5, high=7.5)
+    for a in ACTIVATIONS
+] + [
+    # Softmax
+    case("Softmax_axis_last", "Softmax", {"axis": -1}, [(2, 3, 4)], low=-2.0, high=2.0),
+    case("Softmax_axis_1", "Softmax", {"axis": 1}, [(2, 3, 4)], low=-2.0, high=2.0),
+    # Shape layers
+    case("Flatten_rank4", "Flatten", {}, [(2, 3, 2, 2)]),
+    case("Reshape_explicit", "Reshape", {"target_shape": [4, 3]}, [(2, 3, 4)]),
+    case("Reshape_minus_one", "Reshape", {"target_shape": [-1, 2]}, [(2, 3, 4)]),
+    case("Permute_2_1_3", "Permute", {"dims": [2, 1, 3]}, [(2, 2, 3, 4)]),
+    case("Permute_3_1_2", "Permute", {"dims": [3, 1, 2]}, [(2, 2, 3, 4)]),
+    # MaxPooling2D
+    case("MaxPooling2D_valid", "MaxPooling2D", {"pool_size": 2}, [(2, 5, 5, 2)], inputs="grid"),
+    case("MaxPooling2D_same_strides2_odd", "MaxPooling2D", {"pool_size": 2, "strides": 2, "padding": "same"},
+         [(2, 5, 5, 2)], inputs="grid"),
+    case("MaxPooling2D_pool3_strides2", "MaxPooling2D", {"pool_size": 3, "strides": 2}, [(2, 6, 5, 2)],
+         inputs="grid"),
+    case("MaxPooling2D_pool3_strides2_same", "MaxPooling2D", {"pool_size": 3, "strides": 2, "padding": "same"},
+         [(2, 6, 6, 2)], inputs="grid"),
+    case("MaxPooling2D_nonsquare_strides1", "MaxPooling2D", {"pool_size": [2, 3], "strides": 1},
+         [(2, 4, 5, 2)], inputs="grid"),
+    # AveragePooling2D
+    case("AveragePooling2D_valid", "AveragePooling2D", {"pool_size": 2}, [(2, 5, 5, 2)]),
+    case("AveragePooling2D_same_pool3_strides2", "AveragePooling2D",
+         {"pool_size": 3, "strides": 2, "padding": "same"}, [(2, 5, 5, 2)]),
+    case("AveragePooling2D_same_pool3_strides2_even", "AveragePooling2D",
+         {"pool_size": 3, "strides": 2, "padding": "same"}, [(2, 6, 6, 2)]),
+    case("AveragePooling2D_same_strides1", "AveragePooling2D", {"pool_size": 2, "strides": 1, "padding": "same"},
+         [(2, 4, 4, 2)]),
+    case("AveragePooling2D_pool3_strides2_valid", "AveragePooling2D", {"pool_size": 3, "strides": 2},
+         [(2, 6, 5, 2)]),
+    # Global pooling
+    case("GlobalAveragePooling2D", "GlobalAveragePooling2D", {}, [(2, 3, 4, 3)]),
+    case("GlobalAveragePooling2D_keepdims", "GlobalAveragePooling2D", {"keepdims": True}, [(2, 3, 4, 3)]),
+    case("GlobalMaxPooling2D", "GlobalMaxPooling2D", {}, [(2, 3, 4, 3)], inputs="grid"),
+    case("GlobalMaxPooling2D_keepdims", "GlobalMaxPooling2D", {"keepdims": True}, [(2, 3, 4, 3)], inputs="grid"),
+    # Padding, cropping, upsampling
+    case("ZeroPadding2D_int", "ZeroPadding2D", {"padding": 1}, [(2, 3, 3, 2)]),
+    case("ZeroPadding2D_pairs", "ZeroPadding2D", {"padding": [[1, 2], [0, 1]]}, [(2, 3, 4, 2)]),
+    case("ZeroPadding2D_hw", "ZeroPadding2D", {"padding": [2, 1]}, [(2, 2, 3, 2)]),
+    case("Cropping2D_int", "Cropping2D", {"cropping": 1}, [(2, 5, 5, 2)]),
+    case("Cropping2D_pairs", "Cropping2D", {"cropping": [[1, 0], [0, 2]]}, [(2, 4, 5, 2)]),
+    case("UpSampling2D_size2", "UpSampling2D", {"size": 2}, [(2, 2, 3, 2)]),
+    case("UpSampling2D_size_2x3", "UpSampling2D", {"size": [2, 3]}, [(2, 2, 2, 3)]),
+    # Merge layers
+    case("Add_2", "Add", {}, [(2, 3, 4), (2, 3, 4)]),
+    case("Add_3", "Add", {}, [(2, 3, 4), (2, 3, 4), (2, 3, 4)]),
+    case("Subtract", "Subtract", {}, [(2, 3, 4), (2, 3, 4)]),
+    case("Multiply_2", "Multiply", {}, [(2, 3, 4), (2, 3, 4)]),
+    case("Multiply_3", "Multiply", {}, [(2, 2, 2, 3), (2, 2, 2, 3), (2, 2, 2, 3)]),
+    case("Average_2", "Average", {}, [(2, 3, 4), (2, 3, 4)]),
+    case("Average_3", "Average", {}, [(2, 3, 4), (2, 3, 4), (2, 3, 4)]),
+    case("Concatenate_axis_last", "Concatenate", {"axis": -1}, [(2, 3, 2), (2, 3, 4)]),
+    case("Concatenate_axis_1", "Concatenate", {"axis": 1}, [(2, 2, 3), (2, 3, 3)]),
+    case("Concatenate_3_inputs_rank4", "Concatenate", {}, [(2, 2, 2, 1), (2, 2, 2, 3), (2, 2, 2, 2)]),
+    # Rescaling
+    case("Rescaling_to_unit", "Rescaling", {"scale": 1.0 / 127.5, "offset": -1.0}, [(2, 3, 3, 2)], low=0.0,
+         high=255.0),
+    case("Rescaling_scale_only", "Rescaling", {"scale": 0.5}, [(2, 3, 4)]),
+]
+
+
+def seed_of(name, salt):
+    return zlib.crc32(f"{name}/{salt}".encode())
+
+
+def f32_str(v):
+    # numpy prints the shortest string that reads back as the same float32.
+    s = str(np.float32(v))
+    if not np.isfinite(np.float32(v)):
+        raise ValueError(f"non-finite value {s}")
+    return s
+
+
+def tensor_json(a, name=None):
+    a = np.asarray(a, dtype=np.float32)
+    d = {}
+    if name is not None:
+        d["name"] = name
+    d["shape"] = list(a.shape)
+    d["data"] = "[" + ", ".join(f32_str(v) for v in a.reshape(-1)) + "]"
+    return d
+
+
+def draw_input(c, shape, index):
+    rng = np.random.default_rng(seed_of(c["name"], f"input{index}"))
+    n = int(np.prod(shape))
+    low, high = c["low"], c["high"]
+    if c["inputs"] == "uniform":
+        return rng.uniform(low, high, size=shape).astype(np.float32)
+    # A permutation of n evenly spaced values, shifted so that no value is near a kink (within a quarter step,
+    # at most 0.01) and every value is distinct (max pooling picks a unique maximum; tf's gradient of ties
+    # would split).
+    step = (high - low) / max(n - 1, 1)
+    margin = min(0.01, step / 4)
+    for shift in np.linspace(0.0, step, 41)[1:-1]:
+        grid = low + np.arange(n) * step + shift
+        if all(np.min(np.abs(grid - k)) > margin for k in KINKS):
+            break
+    else:
+        raise RuntimeError(f"{c['name']}: no grid avoids the kinks")
+    grid = grid.astype(np.float32)
+    assert len(np.unique(grid)) == n
+    return rng.permutation(grid).reshape(shape)
+
+
+def weight_name(v):
+    # Keras 3 variable names carry no layer prefix; Keras 2 style paths are stripped just in case.
+    return v.name.split("/")[-1].split(":")[0]
+
+
+def make_case(c):
+    keras.utils.clear_session()
+    cls = getattr(keras.layers, c["class_name"])
+    layer = cls(**c["config"])
+    shapes = c["input_shapes"]
+    sym = [keras.Input(shape=s[1:], batch_size=None) for s in shapes]
+    layer(sym if len(sym) > 1 else sym[0])
+
+    # Deterministic weights.
+    wrng = np.random.default_rng(seed_of(c["name"], "weights"))
+    for v in layer.weights:
+        n = weight_name(v)
+        if n in ("gamma", "moving_variance"):
+            val = wrng.uniform(0.5, 1.5, size=v.shape)
+        else:
+            val = wrng.uniform(-0.5, 0.5, size=v.shape)
+        v.assign(val.astype(np.float32))
+    weights_before = [tensor_json(v.numpy(), weight_name(v)) for v in layer.weights]
+
+    xs = [tf.constant(draw_input(c, s, i)) for i, s in enumerate(shapes)]
+    with tf.GradientTape(persistent=True) as tape:
+        for x in xs:
+            tape.watch(x)
+        out = layer(xs if len(xs) > 1 else xs[0], training=c["training"])
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        rrng = np.random.default_rng(seed_of(c["name"], "upstream"))
+        rs = [rrng.uniform(-1.0, 1.0, size=tuple(o.shape)).astype(np.float32) for o in outs]
+        loss = tf.add_n([tf.reduce_sum(o * r) for o, r in zip(outs, rs)])
+    tw = list(layer.trainable_weights)
+    grads = tape.gradient(loss, xs + tw)
+    del tape
+    in_grads = grads[: len(xs)]
+    w_grads = grads[len(xs):]
+
+    def as_np(g, like):
+        if g is None:
+            return np.zeros(like.shape, np.float32)
+        if isinstance(g, tf.IndexedSlices):
+            g = tf.convert_to_tensor(g)
+        return np.asarray(g)
+
+    doc = {
+        "layer": {"class_name": c["class_name"], "config": c["config"]},
+        "training": bool(c["training"]),
+        "keras_version": keras.__version__,
+        "inputs": [tensor_json(x.numpy()) for x in xs],
+        "weights": weights_before,
+        "upstream": [tensor_json(r) for r in rs],
+        "outputs": [tensor_json(o.numpy()) for o in outs],
+        "input_grads": [tensor_json(as_np(g, x)) for g, x in zip(in_grads, xs)],
+        "weight_grads": [tensor_json(as_np(g, v), weight_name(v)) for g, v in zip(w_grads, tw)],
+    }
+    if c["class_name"] == "BatchNormalization" and c["training"]:
+        doc["weights_after"] = [tensor_json(v.numpy(), weight_name(v)) for v in layer.weights]
+    return doc
+
+
+def dump(doc):
+    # Compact, one entry per line; "data" lists were pre-rendered as strings to control float formatting.
+    def render(v, indent):
+        pad = "  " * indent
+        if isinstance(v, dict):
+            items = []
+            for k, x in v.items():
+                if k == "data":
+                    items.append(f'{pad}  "data": {x}')
+                else:
+                    items.append(f"{pad}  {json.dumps(k)}: {render(x, indent + 1).lstrip()}")
+            return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            return pad + "[\n" + ",\n".join(render(x, indent + 1) for x in v) + "\n" + pad + "]"
+        return pad + json.dumps(v)
+
+    return render(doc, 0) + "\n"
+
+
+def main():
+    os.makedirs(OUT_DIR, exist_ok=True)
+    only = set(sys.argv[1:])
+    names = [c["name"] for c in CASES]
+    assert len(names) == len(set(names)), "duplicate case names"
+    if not only:
+        for f in os.listdir(OUT_DIR):
+            if f.endswith(".json") and f[:-5] not in names:
+                os.remove(os.path.join(OUT_DIR, f))
+    total = 0
+    for c in CASES:
+        if only and c["name"] not in only:
+            continue
+        text = dump(make_case(c))
+        json.loads(text)  # must be valid JSON
+        path = os.path.join(OUT_DIR, c["name"] + ".json")
+        with open(path, "w") as f:
+            f.write(text)
+        total += len(text)
+        print(f"{c['name']}: {len(text)} bytes")
+    print(f"{total} bytes in {OUT_DIR}")
+
+
+if __name__ == "__main__":
+    main()
