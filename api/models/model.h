@@ -3,12 +3,17 @@
 // as Python references do) over a ModelImpl, which is itself a Layer, so a model can be called on symbolic
 // tensors inside another model.
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "api/callbacks/history.h"
+#include "api/data/dataset.h"
+#include "api/graph/plan.h"
 #include "api/models/input_layer.h"
 #include "api/models/layer.h"
+#include "api/models/trainer.h"
 
 namespace tower {
 
@@ -42,6 +47,33 @@ class ModelImpl : public Layer {
   // Keras' summary table.
   void summary(std::ostream& os, int line_length = 0) const;
 
+  // ---- training (see trainer.h) ----
+  void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+  bool compiled() const { return trainer_ != nullptr; }
+  // Throws std::logic_error("... call compile() first") when not compiled.
+  detail::Trainer& trainer() const;
+  // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit() after the current batch.
+  bool stop_training = false;
+  // Set by a callback in on_train_begin (BackupAndRestore) to resume fit() at this epoch; -1: no resume.
+  int resume_epoch = -1;
+  // A plan for batches of `batch_size`, made on first use and kept; `training` plans run backward. Plans are
+  // remade when the trainable weights change (freezing or unfreezing layers).
+  Plan& plan_for(Index batch_size, bool training);
+  // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
+  std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
+
+  // ---- weights ----
+  // Copies of every weight's value, in weights() order.
+  std::vector<Tensor> get_weights() const;
+  // Requires one tensor per weight with matching shapes; throws std::invalid_argument naming the weight.
+  void set_weights(const std::vector<Tensor>& values);
+  // Tower weights file (see io/weights_file.h), written atomically.
+  void save_weights(const std::string& path) const;
+  // Weights are matched by position; a count or shape mismatch throws, naming the file, the weight and both
+  // shapes, and leaves the model's weights unchanged.
+  void load_weights(const std::string& path);
+
  protected:
   // For subclasses that make their graph later (Sequential).
   ModelImpl(std::string type, std::string name);
@@ -52,7 +84,12 @@ class ModelImpl : public Layer {
  private:
   std::vector<SymbolicTensor> inputs_, outputs_;
   std::vector<std::shared_ptr<Node>> nodes_;
+  std::unique_ptr<detail::Trainer> trainer_;
+  std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
 };
+
+// Rebuilds a model from ModelImpl::get_config() output (Functional or Sequential), with fresh weights.
+std::shared_ptr<ModelImpl> model_from_config(const Config& serialized);
 
 class SequentialImpl final : public ModelImpl {
  public:
@@ -99,6 +136,34 @@ class Model {
   Index count_params() const { return impl_->count_params(); }
   bool trainable() const { return impl_->trainable(); }
   void set_trainable(bool trainable) { impl_->set_trainable(trainable); }
+
+  // ---- training ----
+  void compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics = {});
+  void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+               std::vector<std::vector<metrics::MetricPtr>> metrics = {}, std::vector<double> loss_weights = {});
+  // A batched Dataset whose elements are (inputs..., targets..., [sample_weight]).
+  callbacks::History fit(const data::Dataset& data, int epochs);
+  callbacks::History fit(const data::Dataset& data, FitOptions options = {});
+  // Tensors: batched by options.batch_size, shuffled each epoch unless options.shuffle is false.
+  callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  callbacks::Logs evaluate(const data::Dataset& data, EvaluateOptions options = {});
+  callbacks::Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  // Single-output models; see ModelImpl::predict for several outputs.
+  Tensor predict(const Tensor& x, PredictOptions options = {});
+  std::vector<Tensor> predict(const data::Dataset& data, PredictOptions options = {});
+  callbacks::Logs train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
+  callbacks::Logs test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
+  optimizers::OptimizerPtr optimizer() const { return impl_->trainer().optimizer(); }
+
+  // ---- weights and files ----
+  std::vector<Tensor> get_weights() const { return impl_->get_weights(); }
+  void set_weights(const std::vector<Tensor>& values) { impl_->set_weights(values); }
+  void save_weights(const std::string& path) const { impl_->save_weights(path); }
+  void load_weights(const std::string& path) { impl_->load_weights(path); }
+  // The architecture (get_config) and the weights in one file, written atomically.
+  void save(const std::string& path) const;
+  // Rebuilds a model saved by save(); throws naming the file and the problem.
+  static Model load(const std::string& path);
 
   // Prints Keras' summary table to `os` (standard output by default).
   void summary(std::ostream& os) const { impl_->summary(os); }

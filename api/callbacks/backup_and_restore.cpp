@@ -1,0 +1,147 @@
+#include "api/callbacks/backup_and_restore.h"
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+
+#include "api/io/weights_file.h"
+#include "api/models/model.h"
+
+namespace tower::callbacks {
+
+namespace {
+const std::string kModelPrefix = "model/";
+const std::string kOptimizerPrefix = "optimizer/";
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+}  // namespace
+
+BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options)
+    : backup_dir_(std::move(backup_dir)), options_(std::move(options)) {
+  if (backup_dir_.empty()) throw std::invalid_argument("BackupAndRestore: empty backup_dir");
+  path_ = (std::filesystem::path(backup_dir_) / "latest.weights").string();
+  if (const auto* freq = std::get_if<std::int64_t>(&options_.save_freq)) {
+    if (*freq <= 0)
+      throw std::invalid_argument("BackupAndRestore: save_freq must be \"epoch\" or a positive number of batches, "
+                                  "got " + std::to_string(*freq));
+    batch_freq_ = *freq;
+  } else if (std::get<std::string>(options_.save_freq) != "epoch") {
+    throw std::invalid_argument("BackupAndRestore: invalid save_freq \"" + std::get<std::string>(options_.save_freq) +
+                                "\"; expected \"epoch\" or a number of batches");
+  }
+}
+
+void BackupAndRestore::on_train_begin(const Logs&) {
+  current_epoch_ = 0;
+  batches_since_save_ = last_batch_seen_ = 0;
+  if (std::filesystem::exists(path_)) restore();
+}
+
+void BackupAndRestore::on_epoch_begin(int epoch, const Logs&) {
+  current_epoch_ = epoch;
+  last_batch_seen_ = 0;
+}
+
+void BackupAndRestore::on_train_batch_end(std::int64_t batch, const Logs&) {
+  if (batch_freq_ == 0) return;
+  // A batch index not above the last one seen means a new epoch began.
+  batches_since_save_ += batch <= last_batch_seen_ ? batch + 1 : batch - last_batch_seen_;
+  last_batch_seen_ = batch;
+  if (batches_since_save_ < batch_freq_) return;
+  batches_since_save_ = 0;
+  save(current_epoch_ - 1);
+}
+
+void BackupAndRestore::on_epoch_end(int epoch, const Logs&) {
+  if (batch_freq_ == 0) save(epoch);
+}
+
+void BackupAndRestore::on_train_end(const Logs&) {
+  if (!options_.delete_checkpoint) return;
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);
+  if (std::filesystem::is_empty(backup_dir_, ec)) std::filesystem::remove(backup_dir_, ec);
+}
+
+void BackupAndRestore::save(int completed_epoch) {
+  ModelImpl& m = *model();
+  const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  std::vector<io::NamedTensor> tensors;
+  for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
+  for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
+  Config state = Config::map();
+  state.set("epoch", completed_epoch);
+  state.set("iterations", optimizer.iterations());
+  // A schedule restarts from `iterations` by itself; only a constant rate (possibly changed by
+  // ReduceLROnPlateau or LearningRateScheduler) needs to be kept.
+  const Config opt_config = optimizer.get_config();
+  if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
+    state.set("learning_rate", optimizer.learning_rate());
+  Config extra = Config::map();
+  extra.set("backup_and_restore", state);
+  std::filesystem::create_directories(backup_dir_);
+  io::write_weights_file(path_, tensors, extra);
+}
+
+void BackupAndRestore::restore() {
+  const std::string who = "BackupAndRestore: cannot restore from the backup '" + path_ + "'";
+  const std::string hint = "; delete it to start training from scratch";
+  io::WeightsFile file;
+  try {
+    file = io::read_weights_file(path_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(who + ": " + e.what() + hint);
+  }
+  if (!file.extra.contains("backup_and_restore"))
+    throw std::runtime_error(who + ": it holds no training state (not written by BackupAndRestore)" + hint);
+
+  ModelImpl& m = *model();
+  optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  std::vector<Tensor> weights;
+  std::vector<Tensor> slots;
+  for (const io::NamedTensor& t : file.weights) {
+    if (starts_with(t.name, kModelPrefix))
+      weights.push_back(t.value);
+    else if (starts_with(t.name, kOptimizerPrefix))
+      slots.push_back(t.value);
+    else
+      throw std::runtime_error(who + ": unexpected entry '" + t.name + "'" + hint);
+  }
+  int epoch = 0;
+  std::int64_t iterations = 0;
+  std::optional<double> learning_rate;
+  try {
+    const Config& state = file.extra.at("backup_and_restore");
+    epoch = static_cast<int>(state.at("epoch").as_int());
+    iterations = state.at("iterations").as_int();
+    if (state.contains("learning_rate")) learning_rate = state.at("learning_rate").as_double();
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(who + ": malformed training state: " + e.what() + hint);
+  }
+
+  const std::vector<VariablePtr> model_weights = m.weights();
+  if (model_weights.empty())
+    throw std::runtime_error(who + ": the model '" + m.name() +
+                             "' has no weights yet; build it (give it an InputLayer or call build) before fit()");
+  optimizer.build(m.trainable_weights());
+  const std::vector<VariablePtr>& opt_vars = optimizer.variables();
+  if (opt_vars.size() != slots.size())
+    throw std::runtime_error(who + ": it holds " + std::to_string(slots.size()) + " optimizer variables, the " +
+                             optimizer.type() + " optimizer has " + std::to_string(opt_vars.size()) + hint);
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].shape() != opt_vars[i]->value.shape())
+      throw std::runtime_error(who + ": optimizer variable '" + opt_vars[i]->path + "' has shape " +
+                               opt_vars[i]->value.shape().to_string() + ", the backup has " +
+                               slots[i].shape().to_string() + hint);
+  try {
+    m.set_weights(weights);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(who + ": it does not match the model: " + e.what() + hint);
+  }
+  for (std::size_t i = 0; i < slots.size(); ++i) opt_vars[i]->value.copy_from(slots[i]);
+  optimizer.set_iterations(iterations);
+  if (learning_rate) optimizer.set_learning_rate(*learning_rate);
+  m.resume_epoch = epoch + 1;
+}
+
+}  // namespace tower::callbacks

@@ -1,0 +1,59 @@
+#pragma once
+// BackupAndRestore (Keras 3): backs up the training state so that a fit() interrupted (an exception, a
+// killed process) can resume where it was.
+//
+// At every epoch end (or every `save_freq` batches) one Tower weights file, "<backup_dir>/latest.weights",
+// is written atomically: the model's weights ("model/<path>"), the optimizer's slot variables
+// ("optimizer/<path>") and, in the file's extra config, the last completed epoch (0-based; -1 for a batch
+// save during the first epoch), the optimizer's iterations and its learning rate when that is a constant.
+// Because the write is atomic, a crash during a save leaves the previous backup intact.
+//
+// on_train_begin restores a backup when one exists: weights, optimizer slots (after building the optimizer
+// for the model's trainable weights), iterations and a constant learning rate; fit() then resumes at the
+// epoch after the saved one (model()->resume_epoch). A batch-level backup restarts its epoch from the first
+// batch with the weights saved mid-epoch, as Keras does. A damaged backup, or one that does not match the
+// model or optimizer, throws std::runtime_error naming the file; delete it to start from scratch.
+//
+// on_train_end (reached only when fit() ends without an exception) deletes the backup file when
+// delete_checkpoint, and backup_dir too if that leaves it empty. Throws std::invalid_argument for an empty
+// backup_dir or a save_freq that is neither "epoch" nor a positive number of batches.
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "api/callbacks/callback.h"
+
+namespace tower::callbacks {
+
+struct BackupAndRestoreOptions {
+  std::variant<std::string, std::int64_t> save_freq = "epoch";  // "epoch" or a number of batches
+  bool delete_checkpoint = true;
+};
+
+class BackupAndRestore : public Callback {
+ public:
+  explicit BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options = {});
+
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_begin(int epoch, const Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+
+  // "<backup_dir>/latest.weights".
+  const std::string& backup_path() const { return path_; }
+
+ private:
+  void save(int completed_epoch);
+  void restore();
+
+  std::string backup_dir_;
+  std::string path_;
+  BackupAndRestoreOptions options_;
+  std::int64_t batch_freq_ = 0;  // 0: save at epoch ends
+  int current_epoch_ = 0;
+  std::int64_t batches_since_save_ = 0;
+  std::int64_t last_batch_seen_ = 0;
+};
+
+}  // namespace tower::callbacks

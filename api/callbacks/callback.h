@@ -1,0 +1,69 @@
+#pragma once
+// Callbacks, as in Keras: hooks the training loop calls around training, epochs and batches. Logs carry the
+// running values in Keras' order ("loss", then metrics, then "val_..."), plus for batches "size" (examples in
+// the batch).
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tower {
+class ModelImpl;
+}
+
+namespace tower::callbacks {
+
+// Ordered name -> value pairs.
+class Logs {
+ public:
+  void set(const std::string& key, double value);
+  std::optional<double> get(const std::string& key) const;
+  bool contains(const std::string& key) const { return get(key).has_value(); }
+  const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<std::pair<std::string, double>> entries_;
+};
+
+// What the loop tells callbacks before training (Keras' callback.params).
+struct Params {
+  int epochs = 1;
+  std::int64_t steps = -1;  // batches per epoch; -1 when unknown
+  int verbose = 1;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  // The model being trained (valid from on_train_begin to on_train_end). Through it a callback reads and
+  // writes weights, the optimizer's learning rate and stop_training.
+  void set_model(ModelImpl* model) { model_ = model; }
+  void set_params(const Params& params) { params_ = params; }
+  ModelImpl* model() const { return model_; }
+  const Params& params() const { return params_; }
+
+  virtual void on_train_begin(const Logs&) {}
+  virtual void on_train_end(const Logs&) {}
+  virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
+  virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  virtual void on_train_batch_begin(std::int64_t /*batch*/, const Logs&) {}
+  virtual void on_train_batch_end(std::int64_t /*batch*/, const Logs&) {}
+  virtual void on_test_begin(const Logs&) {}
+  virtual void on_test_end(const Logs&) {}
+  virtual void on_test_batch_begin(std::int64_t /*batch*/, const Logs&) {}
+  virtual void on_test_batch_end(std::int64_t /*batch*/, const Logs&) {}
+  virtual void on_predict_begin(const Logs&) {}
+  virtual void on_predict_end(const Logs&) {}
+  virtual void on_predict_batch_begin(std::int64_t /*batch*/, const Logs&) {}
+  virtual void on_predict_batch_end(std::int64_t /*batch*/, const Logs&) {}
+
+ private:
+  ModelImpl* model_ = nullptr;
+  Params params_;
+};
+
+using CallbackPtr = std::shared_ptr<Callback>;
+
+}  // namespace tower::callbacks

@@ -1,0 +1,24 @@
+#pragma once
+// LearningRateScheduler (Keras 3): at the beginning of every epoch, sets the optimizer's learning rate to
+// schedule(epoch, current_rate), epoch being 0-based. The rate is set with Optimizer::set_learning_rate, so
+// an optimizer schedule is replaced by a constant. Throws std::invalid_argument for an empty schedule, and
+// std::runtime_error when the schedule returns a rate that is not finite.
+#include <functional>
+
+#include "api/callbacks/callback.h"
+
+namespace tower::callbacks {
+
+class LearningRateScheduler : public Callback {
+ public:
+  using Schedule = std::function<double(int epoch, double lr)>;
+  explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
+
+  void on_epoch_begin(int epoch, const Logs& logs) override;
+
+ private:
+  Schedule schedule_;
+  int verbose_;
+};
+
+}  // namespace tower::callbacks

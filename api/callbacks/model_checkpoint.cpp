@@ -1,0 +1,296 @@
+#include "api/callbacks/model_checkpoint.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "api/callbacks/early_stopping.h"
+#include "api/models/model.h"
+
+namespace tower::callbacks {
+
+namespace detail {
+
+std::string python_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // The shortest digits that read back exactly, laid out as Python does: fixed notation for decimal
+  // exponents in [-4, 16), scientific (two-digit exponent at least) otherwise.
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  const std::string sci(buf, res.ptr);
+  const std::size_t e = sci.find('e');
+  std::string mantissa = sci.substr(0, e);
+  const int exponent = std::stoi(sci.substr(e + 1));
+  const bool negative = mantissa[0] == '-';
+  if (negative) mantissa.erase(0, 1);
+  std::string digits;
+  for (char c : mantissa)
+    if (c != '.') digits += c;
+  std::string out;
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out = "0.";
+      out.append(static_cast<std::size_t>(-exponent - 1), '0');
+      out += digits;
+    } else {
+      const std::size_t int_digits = static_cast<std::size_t>(exponent) + 1;
+      if (digits.size() <= int_digits)
+        out = digits + std::string(int_digits - digits.size(), '0') + ".0";
+      else
+        out = digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+    }
+  } else {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    char ebuf[16];
+    std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    out += ebuf;
+  }
+  if (negative) out.insert(out.begin(), '-');
+  return out;
+}
+
+namespace {
+
+struct FormatSpec {
+  char fill = ' ';
+  char align = 0;  // 0: right for numbers
+  char sign = '-';
+  std::size_t width = 0;
+  int precision = -1;
+  char type = 0;
+};
+
+FormatSpec parse_spec(const std::string& spec, const std::string& pattern) {
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("Failed to format the filepath \"" + pattern + "\": format spec '" + spec + "' " +
+                                 why);
+  };
+  FormatSpec f;
+  std::size_t i = 0;
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '=' || c == '^'; };
+  if (spec.size() >= 2 && is_align(spec[1])) {
+    f.fill = spec[0];
+    f.align = spec[1];
+    i = 2;
+  } else if (!spec.empty() && is_align(spec[0])) {
+    f.align = spec[0];
+    i = 1;
+  }
+  if (i < spec.size() && (spec[i] == '+' || spec[i] == '-' || spec[i] == ' ')) f.sign = spec[i++];
+  if (i < spec.size() && spec[i] == '0') {
+    if (!f.align) {
+      f.fill = '0';
+      f.align = '=';
+    }
+    ++i;
+  }
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])))
+    f.width = f.width * 10 + static_cast<std::size_t>(spec[i++] - '0');
+  if (i < spec.size() && spec[i] == '.') {
+    ++i;
+    if (i >= spec.size() || !std::isdigit(static_cast<unsigned char>(spec[i]))) throw bad("has no precision after '.'");
+    f.precision = 0;
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])))
+      f.precision = f.precision * 10 + (spec[i++] - '0');
+  }
+  if (i < spec.size()) {
+    const std::string types = "deEfFgG%";
+    if (types.find(spec[i]) == std::string::npos) throw bad("has an unsupported type or option '" + spec.substr(i) + "'");
+    f.type = spec[i++];
+  }
+  if (i != spec.size()) throw bad("has trailing characters '" + spec.substr(i) + "'");
+  return f;
+}
+
+std::string printf_number(const std::string& format, double value) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format.c_str(), value);
+  return buf;
+}
+
+// The digits of |value| as Python would write them for the spec (sign handled by the caller).
+std::string format_magnitude(double magnitude, bool is_int, const FormatSpec& f, const std::string& pattern,
+                             const std::string& name) {
+  const std::string p = std::to_string(f.precision < 0 ? 6 : f.precision);
+  switch (f.type) {
+    case 'd':
+      if (!is_int)
+        throw std::invalid_argument("Failed to format the filepath \"" + pattern + "\": '" + name +
+                                    "' is a float, which format code 'd' does not take");
+      return printf_number("%.0f", magnitude);
+    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G':
+      return printf_number("%." + p + f.type, magnitude);
+    case '%':
+      return printf_number("%." + p + "f", magnitude * 100) + "%";
+    default:
+      if (is_int) return printf_number("%.0f", magnitude);
+      if (f.precision >= 0) return printf_number("%." + std::to_string(std::max(f.precision, 1)) + "g", magnitude);
+      return python_float_repr(magnitude);
+  }
+}
+
+std::string format_value(double value, bool is_int, const FormatSpec& f, const std::string& pattern,
+                         const std::string& name) {
+  const bool negative = std::signbit(value) && !std::isnan(value);
+  const std::string body = format_magnitude(std::fabs(value), is_int, f, pattern, name);
+  const std::string sign = negative ? "-" : f.sign == '+' ? "+" : f.sign == ' ' ? " " : "";
+  const std::size_t len = sign.size() + body.size();
+  if (len >= f.width) return sign + body;
+  const std::size_t pad = f.width - len;
+  switch (f.align) {
+    case '<': return sign + body + std::string(pad, f.fill);
+    case '^': return std::string(pad / 2, f.fill) + sign + body + std::string(pad - pad / 2, f.fill);
+    case '=': return sign + std::string(pad, f.fill) + body;
+    default: return std::string(pad, f.fill) + sign + body;
+  }
+}
+
+}  // namespace
+
+std::string python_format(const std::string& pattern, const Logs& values, const std::vector<std::string>& ints) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '}') {
+      if (i + 1 < pattern.size() && pattern[i + 1] == '}') {
+        out += '}';
+        ++i;
+        continue;
+      }
+      throw std::invalid_argument("Failed to format the filepath \"" + pattern + "\": single '}' encountered");
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < pattern.size() && pattern[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    const std::size_t close = pattern.find('}', i);
+    if (close == std::string::npos)
+      throw std::invalid_argument("Failed to format the filepath \"" + pattern + "\": single '{' encountered");
+    const std::string field = pattern.substr(i + 1, close - i - 1);
+    const std::size_t colon = field.find(':');
+    const std::string name = field.substr(0, colon);
+    const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
+    const std::optional<double> value = values.get(name);
+    if (!value)
+      throw std::invalid_argument("Failed to format the filepath \"" + pattern + "\": no value named '" + name +
+                                  "' (known: " + log_keys(values) + ")");
+    const bool is_int = std::find(ints.begin(), ints.end(), name) != ints.end();
+    out += format_value(*value, is_int, parse_spec(spec, pattern), pattern, name);
+    i = close;
+  }
+  return out;
+}
+
+}  // namespace detail
+
+ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
+    : filepath_(std::move(filepath)), options_(std::move(options)) {
+  if (filepath_.empty()) throw std::invalid_argument("ModelCheckpoint: the filepath is empty");
+  if (!options_.save_weights_only)
+    throw std::invalid_argument("ModelCheckpoint(\"" + filepath_ +
+                                "\"): only save_weights_only=true is supported (weights files); save whole "
+                                "models with Model::save");
+  maximize_ = detail::monitor_maximizes("ModelCheckpoint", options_.monitor, options_.mode);
+  if (const auto* freq = std::get_if<std::int64_t>(&options_.save_freq)) {
+    if (*freq <= 0)
+      throw std::invalid_argument("ModelCheckpoint: save_freq must be \"epoch\" or a positive number of batches, "
+                                  "got " + std::to_string(*freq));
+    batch_freq_ = *freq;
+  } else if (std::get<std::string>(options_.save_freq) != "epoch") {
+    throw std::invalid_argument("ModelCheckpoint: unrecognized save_freq \"" +
+                                std::get<std::string>(options_.save_freq) +
+                                "\"; expected \"epoch\" or a number of batches");
+  }
+  best_ = options_.initial_value_threshold;
+}
+
+void ModelCheckpoint::on_epoch_begin(int epoch, const Logs&) { current_epoch_ = epoch; }
+
+void ModelCheckpoint::on_train_batch_end(std::int64_t batch, const Logs& logs) {
+  if (should_save_on_batch(batch)) save(current_epoch_, batch, logs);
+}
+
+void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
+  if (batch_freq_ == 0) save(epoch, -1, logs);
+}
+
+bool ModelCheckpoint::should_save_on_batch(std::int64_t batch) {
+  if (batch_freq_ == 0) return false;
+  // A batch index not above the last one seen means a new epoch began.
+  batches_since_save_ += batch <= last_batch_seen_ ? batch + 1 : batch - last_batch_seen_;
+  last_batch_seen_ = batch;
+  if (batches_since_save_ < batch_freq_) return false;
+  batches_since_save_ = 0;
+  return true;
+}
+
+bool ModelCheckpoint::should_save(int epoch, const Logs& logs, const std::string& path) {
+  if (!options_.save_best_only) {
+    if (options_.verbose > 0) std::cout << "\nEpoch " << epoch + 1 << ": saving model to " << path << "\n";
+    return true;
+  }
+  const std::optional<double> current = logs.get(options_.monitor);
+  if (!current) {
+    if (!warned_)
+      std::cerr << "Warning: ModelCheckpoint can save best model only with " << options_.monitor
+                << " available (logs have: " << detail::log_keys(logs) << "); saving every time.\n";
+    warned_ = true;
+    return true;
+  }
+  char best_str[64];
+  if (best_)
+    std::snprintf(best_str, sizeof best_str, "%.5f", *best_);
+  else
+    std::snprintf(best_str, sizeof best_str, "None");
+  const bool improved = !best_ || (maximize_ ? *current > *best_ : *current < *best_);
+  if (!improved) {
+    if (options_.verbose > 0)
+      std::cout << "\nEpoch " << epoch + 1 << ": " << options_.monitor << " did not improve from " << best_str << "\n";
+    return false;
+  }
+  if (options_.verbose > 0) {
+    char cur[64];
+    std::snprintf(cur, sizeof cur, "%.5f", *current);
+    std::cout << "\nEpoch " << epoch + 1 << ": " << options_.monitor << " improved from " << best_str << " to " << cur
+              << ", saving model to " << path << "\n";
+  }
+  best_ = *current;
+  return true;
+}
+
+void ModelCheckpoint::save(int epoch, std::int64_t batch, const Logs& logs) {
+  Logs values;
+  values.set("epoch", epoch + 1);
+  std::vector<std::string> ints = {"epoch"};
+  if (batch >= 0 && !logs.contains("batch")) {
+    values.set("batch", static_cast<double>(batch + 1));
+    ints.push_back("batch");
+  }
+  for (const auto& [k, v] : logs.entries()) values.set(k, v);
+  const std::string path = detail::python_format(filepath_, values, ints);
+  if (!should_save(epoch, logs, path)) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (std::filesystem::is_directory(path))
+    throw std::runtime_error("ModelCheckpoint: please specify a non-directory filepath; \"" + path +
+                             "\" is an existing directory");
+  model()->save_weights(path);
+  last_saved_ = path;
+}
+
+}  // namespace tower::callbacks

@@ -1,0 +1,66 @@
+#include "api/callbacks/reduce_lr_on_plateau.h"
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+#include <stdexcept>
+
+#include "api/callbacks/early_stopping.h"
+#include "api/models/model.h"
+
+namespace tower::callbacks {
+
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : options_(std::move(options)) {
+  if (options_.factor >= 1.0)
+    throw std::invalid_argument("ReduceLROnPlateau does not support a factor >= 1.0. Received factor=" +
+                                std::to_string(options_.factor));
+  maximize_ = detail::monitor_maximizes("ReduceLROnPlateau", options_.monitor, options_.mode);
+  reset();
+}
+
+void ReduceLROnPlateau::reset() {
+  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  cooldown_counter_ = 0;
+  wait_ = 0;
+}
+
+bool ReduceLROnPlateau::is_improvement(double value) const {
+  return maximize_ ? value > best_ + options_.min_delta : value < best_ - options_.min_delta;
+}
+
+void ReduceLROnPlateau::on_train_begin(const Logs&) { reset(); }
+
+void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
+  const std::optional<double> current = logs.get(options_.monitor);
+  if (!current) {
+    if (!warned_)
+      std::cerr << "Warning: Learning rate reduction is conditioned on metric `" << options_.monitor
+                << "` which is not available. Available metrics are: " << detail::log_keys(logs) << ".\n";
+    warned_ = true;
+    return;
+  }
+  if (in_cooldown()) {
+    --cooldown_counter_;
+    wait_ = 0;
+  }
+  if (is_improvement(*current)) {
+    best_ = *current;
+    wait_ = 0;
+    return;
+  }
+  if (in_cooldown()) return;
+  if (++wait_ < options_.patience) return;
+  optimizers::Optimizer& optimizer = *model()->trainer().optimizer();
+  const double old_lr = optimizer.learning_rate();
+  // Keras compares with min_lr in float32, so a rate already at min_lr (as stored) is left alone.
+  if (old_lr > static_cast<float>(options_.min_lr)) {
+    const double new_lr = std::max(old_lr * options_.factor, options_.min_lr);
+    optimizer.set_learning_rate(new_lr);
+    if (options_.verbose > 0)
+      std::cout << "\nEpoch " << epoch + 1 << ": ReduceLROnPlateau reducing learning rate to " << new_lr << ".\n";
+    cooldown_counter_ = options_.cooldown;
+    wait_ = 0;
+  }
+}
+
+}  // namespace tower::callbacks

@@ -1,0 +1,52 @@
+#pragma once
+// ReduceLROnPlateau (Keras 3): multiplies the optimizer's learning rate by `factor` (never below min_lr)
+// when the monitored quantity has not improved by more than min_delta for `patience` epochs, then waits
+// `cooldown` epochs before counting again. The rate is changed with Optimizer::set_learning_rate, so a
+// schedule becomes a constant from then on.
+//
+// Unlike Keras, the epoch logs are not given a "learning_rate" entry: hooks receive const Logs. Read the
+// rate from model()->trainer().optimizer()->learning_rate() instead.
+//
+// A missing monitor key warns (once) on standard error and skips the epoch. Throws std::invalid_argument for
+// factor >= 1 or an unknown mode.
+#include <string>
+
+#include "api/callbacks/callback.h"
+
+namespace tower::callbacks {
+
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;
+  int patience = 10;
+  int verbose = 0;
+  std::string mode = "auto";  // "auto", "min" or "max"
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0.0;
+};
+
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+
+  bool in_cooldown() const { return cooldown_counter_ > 0; }
+  int wait() const { return wait_; }
+  double best() const { return best_; }
+
+ private:
+  bool is_improvement(double value) const;
+  void reset();
+
+  ReduceLROnPlateauOptions options_;
+  bool maximize_ = false;
+  int cooldown_counter_ = 0;
+  int wait_ = 0;
+  double best_ = 0;
+  bool warned_ = false;
+};
+
+}  // namespace tower::callbacks

@@ -1,0 +1,20 @@
+#pragma once
+// Image decoding and resizing for the image loaders.
+#include <string>
+
+#include "api/core/tensor.h"
+
+namespace tower::data {
+
+// Decodes a PNG, JPEG, BMP or GIF (its first frame) file with stb_image into float32 [height, width, channels]
+// holding 0..255. channels: 1 (grayscale), 3 (RGB) or 4 (RGBA); other formats are converted as stb_image does.
+// Throws std::invalid_argument for other channel counts and std::runtime_error naming the path for a missing,
+// unreadable, empty or undecodable file (with stb_image's reason).
+Tensor decode_image(const std::string& path, int channels);
+
+// Bilinear resize of a float32 [height, width, channels] image, as tf.image.resize(method="bilinear") with
+// half-pixel centres and no antialiasing. Returns the input itself when the size already matches.
+// Requires height, width >= 1; throws std::invalid_argument otherwise or for another rank or dtype.
+Tensor resize_bilinear(const Tensor& image, Index height, Index width);
+
+}  // namespace tower::data

@@ -1,0 +1,38 @@
+#pragma once
+// KLDivergence (keras.losses.KLDivergence): per_example = sum(t * log(t / p)) over the last axis, with
+// t = clip(y_true, 1e-7, 1) and p = clip(y_pred, 1e-7, 1) as Keras clips both. The derivative with respect to
+// y_pred is -t / p, and 0 where y_pred lies outside [1e-7, 1] (the clip passes no gradient there).
+// y_true: y_pred's shape (up to a trailing axis of 1).
+#include "api/losses/loss.h"
+
+namespace tower::losses {
+
+struct KLDivergenceOptions {
+  std::string name = "kl_divergence";
+  template <class V> void visit(V&& v) { v("name", name); }
+};
+
+class KLDivergenceImpl final : public detail::ElementwiseLoss {
+ public:
+  using Options = KLDivergenceOptions;
+  explicit KLDivergenceImpl(Options options = {});
+  const Options& options() const { return options_; }
+  // From the "config" map of a serialized loss (Keras' keys).
+  static LossPtr from_config(const Config& arguments);
+  Config get_config() const override;
+
+ protected:
+  bool averages_last_axis() const override { return false; }
+  double value(double t, double p) const override;
+  double derivative(double t, double p) const override;
+
+ private:
+  Options options_;
+};
+
+class KLDivergence : public LossHolder<KLDivergenceImpl> {
+ public:
+  using LossHolder::LossHolder;
+};
+
+}  // namespace tower::losses

@@ -1,0 +1,271 @@
+#include "api/losses/loss.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "api/losses/losses.h"
+#include "api/models/layer_options.h"
+
+namespace tower::losses {
+
+namespace {
+
+bool dims_match(Index a, Index b) { return a == b || a < 0 || b < 0; }
+
+bool shapes_match(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (!dims_match(a[i], b[i])) return false;
+  return true;
+}
+
+Shape drop_last(const Shape& s) { return Shape(std::vector<Index>(s.begin(), s.end() - 1)); }
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+Shape Loss::per_example_shape(const Shape& y_pred) const {
+  if (y_pred.rank() == 0) throw std::invalid_argument(name_ + ": y_pred must have a batch axis, got shape ()");
+  if (y_pred.rank() == 1) return y_pred;
+  return drop_last(y_pred);
+}
+
+void Loss::check_shapes(const Shape& y_true, const Shape& y_pred) const {
+  detail::check_matching_shapes(name_, y_true, y_pred);
+}
+
+void Loss::backward_through_softmax(const Tensor&, const Tensor&, const Tensor&, Tensor&) {
+  throw std::logic_error(name_ + ": " + type_ + " cannot fuse a softmax; check can_fuse_softmax() first");
+}
+
+namespace {
+using Factory = std::function<LossPtr(const Config&)>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> by_class = {
+      {"BinaryCrossentropy", &BinaryCrossentropyImpl::from_config},
+      {"CategoricalCrossentropy", &CategoricalCrossentropyImpl::from_config},
+      {"Huber", &HuberImpl::from_config},
+      {"KLDivergence", &KLDivergenceImpl::from_config},
+      {"MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config},
+      {"MeanSquaredError", &MeanSquaredErrorImpl::from_config},
+      {"SparseCategoricalCrossentropy", &SparseCategoricalCrossentropyImpl::from_config},
+  };
+  return by_class;
+}
+}  // namespace
+
+std::vector<std::string> loss_types() {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : factories()) out.push_back(k);
+  return out;
+}
+
+LossPtr loss_from_config(const Config& c) {
+  // Keras' function names and aliases (keras.losses.ALL_OBJECTS_DICT).
+  static const std::map<std::string, std::string> aliases = {
+      {"binary_crossentropy", "BinaryCrossentropy"},
+      {"bce", "BinaryCrossentropy"},
+      {"BCE", "BinaryCrossentropy"},
+      {"categorical_crossentropy", "CategoricalCrossentropy"},
+      {"huber", "Huber"},
+      {"kl_divergence", "KLDivergence"},
+      {"kld", "KLDivergence"},
+      {"KLD", "KLDivergence"},
+      {"mean_absolute_error", "MeanAbsoluteError"},
+      {"mae", "MeanAbsoluteError"},
+      {"MAE", "MeanAbsoluteError"},
+      {"mean_squared_error", "MeanSquaredError"},
+      {"mse", "MeanSquaredError"},
+      {"MSE", "MeanSquaredError"},
+      {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
+  };
+  return detail::from_registry(c, factories(), aliases, "loss");
+}
+
+namespace detail {
+
+HostValues::HostValues(const Tensor& host) : data_(host.raw_data()), dtype_(host.dtype()) {
+  if (!host.device().is_cpu()) throw std::logic_error("HostValues of a tensor on " + host.device().to_string());
+}
+
+std::vector<Index> sparse_labels(const Tensor& y_true, Index num_classes, const std::string& who) {
+  if (y_true.dtype() != DType::float32 && y_true.dtype() != DType::int32 && y_true.dtype() != DType::int64)
+    throw std::invalid_argument(who + ": labels must be int32, int64 or float32, got " + dtype_name(y_true.dtype()));
+  const Tensor host = y_true.to(Device::cpu());
+  const HostValues values(host);
+  std::vector<Index> labels(static_cast<std::size_t>(host.numel()));
+  for (Index i = 0; i < host.numel(); ++i) {
+    const double v = values[i];
+    if (!(v >= 0 && v < static_cast<double>(num_classes) && v == std::floor(v)))
+      throw std::invalid_argument(who + ": label " + format_number(v) + " at index " + std::to_string(i) +
+                                  " is not a class index in [0, " + std::to_string(num_classes) + ") for " +
+                                  std::to_string(num_classes) + " classes");
+    labels[static_cast<std::size_t>(i)] = static_cast<Index>(v);
+  }
+  return labels;
+}
+
+bool same_up_to_trailing_one(const Shape& a, const Shape& b) {
+  if (a.rank() == b.rank()) return shapes_match(a, b);
+  if (a.rank() == b.rank() + 1 && a[-1] == 1) return shapes_match(drop_last(a), b);
+  if (b.rank() == a.rank() + 1 && b[-1] == 1) return shapes_match(a, drop_last(b));
+  return false;
+}
+
+namespace {
+void shape_error(const std::string& who, const Shape& y_true, const Shape& y_pred, const std::string& expected) {
+  throw std::invalid_argument(who + ": y_true of shape " + y_true.to_string() + " does not fit y_pred of shape " +
+                              y_pred.to_string() + " (expected " + expected + ")");
+}
+
+void require_classes(const std::string& who, const Shape& y_pred) {
+  if (y_pred.rank() < 2)
+    throw std::invalid_argument(who + ": y_pred must be [batch, ..., classes], got shape " + y_pred.to_string());
+}
+}  // namespace
+
+void check_matching_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred) {
+  if (y_pred.rank() == 0) throw std::invalid_argument(who + ": y_pred must have a batch axis, got shape ()");
+  if (!same_up_to_trailing_one(y_true, y_pred)) shape_error(who, y_true, y_pred, "the same shape");
+}
+
+void check_categorical_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred) {
+  require_classes(who, y_pred);
+  if (!shapes_match(y_true, y_pred)) shape_error(who, y_true, y_pred, "labels of y_pred's shape");
+}
+
+void check_sparse_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred) {
+  require_classes(who, y_pred);
+  const Shape expected = drop_last(y_pred);
+  const bool fits = shapes_match(y_true, expected) ||
+                    (y_true.rank() == y_pred.rank() && y_true[-1] == 1 && shapes_match(drop_last(y_true), expected));
+  if (!fits) shape_error(who, y_true, y_pred, "class indices of shape " + expected.to_string());
+}
+
+void require_float32(const Tensor& t, const std::string& who, const std::string& what) {
+  if (!t.defined()) throw std::invalid_argument(who + ": " + what + " is undefined");
+  if (t.dtype() != DType::float32)
+    throw std::invalid_argument(who + ": " + what + " must be float32, got " + dtype_name(t.dtype()));
+}
+
+void require_numel(const Tensor& t, Index numel, const std::string& who, const std::string& what) {
+  if (!t.defined() || t.numel() != numel)
+    throw std::invalid_argument(who + ": " + what + " must have " + std::to_string(numel) + " elements, got " +
+                                (t.defined() ? t.shape().to_string() : std::string("an undefined tensor")));
+}
+
+HostOutput::HostOutput(Tensor& dst) : dst_(dst), host_(dst.device().is_cpu() ? dst : Tensor(dst.shape())) {}
+
+void HostOutput::commit() {
+  if (!host_.same_storage(dst_)) dst_.copy_from(host_);
+}
+
+Config without_fixed_arguments(const Config& args, const Config::Map& fixed, const std::string& what) {
+  if (!args.is_map()) return args;
+  Config rest = Config::map();
+  for (const auto& [key, value] : args.as_map()) {
+    const Config* supported = nullptr;
+    for (const auto& [k, v] : fixed)
+      if (k == key) supported = &v;
+    if (!supported) {
+      rest.set(key, value);
+      continue;
+    }
+    const bool same = value == *supported || (value.is_number() && supported->is_number() &&
+                                              value.as_double() == supported->as_double());
+    if (!same)
+      throw ConfigError(what + ": argument '" + key + "' = " + value.to_json() + " is not supported; Tower takes " +
+                        supported->to_json());
+  }
+  return rest;
+}
+
+std::pair<std::string, Config> resolve_name(const Config& c, const std::map<std::string, std::string>& aliases,
+                                            const std::string& what) {
+  std::string type;
+  Config arguments;
+  if (c.is_string()) {
+    type = c.as_string();
+  } else if (c.is_map() && c.contains("class_name")) {
+    type = c.at("class_name").as_string();
+    if (c.contains("config")) arguments = c.at("config");
+  } else {
+    throw ConfigError("a " + what + " is a name or {class_name, config}, got " + c.to_json());
+  }
+  if (auto a = aliases.find(type); a != aliases.end()) type = a->second;
+  return {type, arguments};
+}
+
+void unknown_name(const std::string& name, const std::vector<std::string>& known, const std::string& what) {
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  const std::string near = tower::detail::closest_key(name, known);
+  throw ConfigError("unknown " + what + " '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                    "; known: " + list);
+}
+
+Config serialize(const std::string& type, const Config& arguments, const Config::Map& fixed) {
+  Config config = Config::map();
+  if (arguments.contains("name")) config.set("name", arguments.at("name"));
+  for (const auto& [key, value] : arguments.as_map()) config.set(key, value);
+  for (const auto& [key, value] : fixed) config.set(key, value);
+  Config out = Config::map();
+  out.set("class_name", type);
+  out.set("config", config);
+  return out;
+}
+
+void ElementwiseLoss::forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) {
+  check_shapes(y_true.shape(), y_pred.shape());
+  require_float32(y_pred, name(), "y_pred");
+  require_float32(per_example, name(), "per_example");
+  const Index rows = per_example_shape(y_pred.shape()).numel();
+  const Index cols = y_pred.numel() / std::max<Index>(rows, 1);
+  require_numel(per_example, rows, name(), "per_example");
+  const Tensor yt = y_true.to(Device::cpu()), yp = y_pred.to(Device::cpu());
+  const HostValues t(yt);
+  const float* p = yp.data<float>();
+  HostOutput out(per_example);
+  float* l = out.data();
+  const double divisor = averages_last_axis() ? static_cast<double>(cols) : 1.0;
+  for (Index r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (Index j = r * cols; j < (r + 1) * cols; ++j) sum += value(t[j], p[j]);
+    l[r] = static_cast<float>(sum / divisor);
+  }
+  out.commit();
+}
+
+void ElementwiseLoss::backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) {
+  check_shapes(y_true.shape(), y_pred.shape());
+  require_float32(y_pred, name(), "y_pred");
+  require_float32(scale, name(), "scale");
+  require_float32(grad, name(), "grad");
+  const Index rows = per_example_shape(y_pred.shape()).numel();
+  const Index cols = y_pred.numel() / std::max<Index>(rows, 1);
+  require_numel(scale, rows, name(), "scale");
+  require_numel(grad, y_pred.numel(), name(), "grad");
+  const Tensor yt = y_true.to(Device::cpu()), yp = y_pred.to(Device::cpu()), s = scale.to(Device::cpu());
+  const HostValues t(yt);
+  const float* p = yp.data<float>();
+  const float* sc = s.data<float>();
+  HostOutput out(grad);
+  float* g = out.data();
+  const double divisor = averages_last_axis() ? static_cast<double>(cols) : 1.0;
+  for (Index r = 0; r < rows; ++r) {
+    const double f = sc[r] / divisor;
+    for (Index j = r * cols; j < (r + 1) * cols; ++j) g[j] = static_cast<float>(f * derivative(t[j], p[j]));
+  }
+  out.commit();
+}
+
+}  // namespace detail
+}  // namespace tower::losses

@@ -1,0 +1,209 @@
+#pragma once
+// Loss: Keras' losses, split so the training loop owns the reduction. A loss computes one value per example
+// (Keras reduces the last axis: y_pred [N, ..., C] -> per_example [N, ...]); the loop applies sample and class
+// weights and the reduction (sum_over_batch_size: sum(w * l) / number of per-example values, where under a
+// distribution strategy the denominator is the global batch), then asks the loss for the gradient of
+// sum(scale * per_example) with scale = w / denominator.
+//
+// Labels: "sparse" losses take y_true without the class axis ([N, ...] or [N, ..., 1]), as int32, int64 or
+// float32 holding whole numbers; the others take y_true of y_pred's shape (float32 or int32), where Keras'
+// squeeze-or-expand rule also accepts a trailing axis of 1 on either side ([N] against [N, 1]). A rank-1
+// y_pred [N] is N examples of one value. Bad labels and shapes throw std::invalid_argument naming them.
+//
+// Tensors: float32 y_pred, per_example, scale and grad. The computations run on the host: CPU tensors are
+// used in place, tensors on another device are copied to the host and the results copied back.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/core/tensor.h"
+#include "api/io/config.h"
+#include "api/models/layer_options.h"
+
+namespace tower::losses {
+
+class Loss {
+ public:
+  Loss(std::string type, std::string name) : type_(std::move(type)), name_(std::move(name)) {}
+  virtual ~Loss() = default;
+  const std::string& type() const { return type_; }
+  const std::string& name() const { return name_; }
+
+  // The shape of per_example for predictions of this shape: y_pred without its last axis ([N] for a rank-1
+  // y_pred). Throws std::invalid_argument for a scalar y_pred.
+  virtual Shape per_example_shape(const Shape& y_pred) const;
+  // Throws std::invalid_argument when y_true does not fit y_pred (naming the loss and both shapes).
+  // The default accepts y_true of y_pred's shape, up to a trailing axis of 1.
+  virtual void check_shapes(const Shape& y_true, const Shape& y_pred) const;
+  // Requires per_example of per_example_shape(y_pred) (any shape with that many elements). Overwrites it.
+  virtual void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) = 0;
+  // grad = d(sum(scale * per_example)) / d(y_pred); overwrites grad. scale has per_example's element count,
+  // grad y_pred's shape.
+  virtual void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) = 0;
+
+  // Fused softmax + cross-entropy: when the model ends in a softmax over the last axis and this loss takes
+  // probabilities, the loop asks for the gradient with respect to the softmax's input (the logits) directly,
+  // given the softmax output `probs`: scale * (probs - target). Losses that cannot do this return false;
+  // their backward_through_softmax throws std::logic_error.
+  virtual bool can_fuse_softmax() const { return false; }
+  virtual void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
+                                        Tensor& grad_logits);
+
+  // {"class_name": type, "config": {"name": ..., "reduction": "sum_over_batch_size", <arguments>}}, the keys
+  // Keras writes, so Keras reads it back.
+  virtual Config get_config() const = 0;
+
+ private:
+  std::string type_, name_;
+};
+
+using LossPtr = std::shared_ptr<Loss>;
+
+// From {"class_name", "config"} or a Keras name: a class name ("SparseCategoricalCrossentropy") or a function
+// name or alias ("sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy"/"bce",
+// "mean_squared_error"/"mse", "mean_absolute_error"/"mae", "huber", "kl_divergence"/"kld"). Throws ConfigError
+// for an unknown name (listing the known ones) or a bad argument (naming the loss and the key).
+LossPtr loss_from_config(const Config& c);
+// The class names loss_from_config knows.
+std::vector<std::string> loss_types();
+
+// A typed, shared handle to a loss: `losses::MeanSquaredError` is a LossHolder<MeanSquaredErrorImpl>. It
+// converts to LossPtr and -> reaches the loss's own members.
+template <class Impl>
+class LossHolder {
+ public:
+  using Options = typename Impl::Options;
+  LossHolder() : impl_(std::make_shared<Impl>(Options{})) {}
+  LossHolder(Options options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+  explicit LossHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  Impl* operator->() const { return impl_.get(); }
+  Impl& operator*() const { return *impl_; }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  operator LossPtr() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+namespace detail {
+
+// The losses that reduce an elementwise term over the last axis of y_pred (Keras' mean(..., axis=-1), or a sum
+// for kl_divergence): each overrides value(t, p) and derivative(t, p) = d value / d p for one element, t the
+// label and p the prediction. y_true and y_pred as check_shapes accepts them.
+class ElementwiseLoss : public Loss {
+ public:
+  using Loss::Loss;
+  void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) final;
+  void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) final;
+
+ protected:
+  // True: per_example is the mean of the terms over the last axis; false: their sum.
+  virtual bool averages_last_axis() const { return true; }
+  virtual double value(double t, double p) const = 0;
+  virtual double derivative(double t, double p) const = 0;
+};
+
+// Keras' backend.epsilon(): probabilities are clipped to [kEpsilon, 1 - kEpsilon] (float32 values) before a log.
+inline constexpr float kEpsilon = 1e-7f;
+inline constexpr float kOneMinusEpsilon = 1.0f - kEpsilon;
+
+// Read access to a host tensor of float32, int32, int64 or uint8 values as double (Keras casts y_true to y_pred's
+// dtype). Requires a CPU tensor.
+class HostValues {
+ public:
+  explicit HostValues(const Tensor& host);
+  double operator[](Index i) const {
+    switch (dtype_) {
+      case DType::float32: return static_cast<const float*>(data_)[i];
+      case DType::int32: return static_cast<const std::int32_t*>(data_)[i];
+      case DType::int64: return static_cast<double>(static_cast<const std::int64_t*>(data_)[i]);
+      case DType::uint8: return static_cast<const std::uint8_t*>(data_)[i];
+    }
+    return 0;
+  }
+
+ private:
+  const void* data_;
+  DType dtype_;
+};
+
+// Class indices from sparse labels (int32, int64 or whole-number float32, on any device). Throws
+// std::invalid_argument naming `who`, the label value, its flat index and the class count for a negative,
+// out-of-range or non-integer label.
+std::vector<Index> sparse_labels(const Tensor& y_true, Index num_classes, const std::string& who);
+
+// y_true fits y_pred as Keras' squeeze_or_expand_to_same_rank lets it: equal shapes, or equal up to one trailing
+// axis of 1 on either side. Unknown dimensions (-1) match any.
+bool same_up_to_trailing_one(const Shape& a, const Shape& b);
+
+// The shape rules shared by losses and metrics; each throws std::invalid_argument naming `who` and both shapes.
+//   check_matching_shapes:     y_pred of rank >= 1, y_true of its shape up to a trailing axis of 1;
+//   check_categorical_shapes:  y_pred [N, ..., C], y_true of the same shape (one-hot or a distribution);
+//   check_sparse_shapes:       y_pred [N, ..., C], y_true class indices [N, ...] or [N, ..., 1].
+void check_matching_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
+void check_categorical_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
+void check_sparse_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
+
+// Throws std::invalid_argument("<who>: <what> must be float32, got ...") for another dtype.
+void require_float32(const Tensor& t, const std::string& who, const std::string& what);
+// Throws std::invalid_argument when t does not have `numel` elements, naming who, what and both counts.
+void require_numel(const Tensor& t, Index numel, const std::string& who, const std::string& what);
+
+// A host tensor to write results into: `dst` itself on the CPU, else a host tensor of its shape; commit()
+// copies it back to `dst` when they differ.
+class HostOutput {
+ public:
+  explicit HostOutput(Tensor& dst);
+  float* data() const { return host_.data<float>(); }
+  void commit();
+
+ private:
+  Tensor& dst_;
+  Tensor host_;
+};
+
+// Arguments Keras serialises that Tower takes only at one value (the training loop owns the reduction; the class
+// axis is the last). Each key of `fixed` present in `args` must hold its value, else ConfigError naming `what`,
+// the key, the value given and the one supported. Returns `args` without those keys, for options_from_config.
+Config without_fixed_arguments(const Config& args, const Config::Map& fixed, const std::string& what);
+
+// {"class_name": type, "config": {"name", the rest of `arguments`, then `fixed`}}.
+Config serialize(const std::string& type, const Config& arguments, const Config::Map& fixed);
+
+// The class name and arguments of a serialized loss or metric: a name alone, or {"class_name", "config"}, where
+// `aliases` maps other names (Keras' function names, snake_case forms) to class names. Throws ConfigError for
+// another shape ("a <what> is a name or {class_name, config}").
+std::pair<std::string, Config> resolve_name(const Config& c, const std::map<std::string, std::string>& aliases,
+                                            const std::string& what);
+// Throws ConfigError("unknown <what> '<name>' (did you mean ...?); known: ...").
+[[noreturn]] void unknown_name(const std::string& name, const std::vector<std::string>& known,
+                               const std::string& what);
+
+// Builds a serialized object from a table of class name -> factory (see resolve_name).
+template <class Ptr>
+Ptr from_registry(const Config& c, const std::map<std::string, std::function<Ptr(const Config&)>>& factories,
+                  const std::map<std::string, std::string>& aliases, const std::string& what) {
+  const auto [type, arguments] = resolve_name(c, aliases, what);
+  auto it = factories.find(type);
+  if (it == factories.end()) {
+    std::vector<std::string> known;
+    for (const auto& entry : factories) known.push_back(entry.first);
+    for (const auto& entry : aliases) known.push_back(entry.first);
+    unknown_name(type, known, what);
+  }
+  return it->second(arguments);
+}
+
+// An Impl from the "config" map of a serialized loss or metric: the `fixed` arguments accepted at their values, the
+// rest read into Impl::Options (errors name `type` and the key).
+template <class Impl>
+std::shared_ptr<Impl> make_from_arguments(const Config& arguments, const Config::Map& fixed, const std::string& type) {
+  return std::make_shared<Impl>(
+      options_from_config<typename Impl::Options>(without_fixed_arguments(arguments, fixed, type), type));
+}
+
+}  // namespace detail
+}  // namespace tower::losses

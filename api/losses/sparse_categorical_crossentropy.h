@@ -1,0 +1,60 @@
+#pragma once
+// SparseCategoricalCrossentropy (keras.losses.SparseCategoricalCrossentropy): y_pred [N, ..., C], y_true class
+// indices [N, ...] or [N, ..., 1] (int32, int64, or float32 holding whole numbers). per_example [N, ...]:
+//   from_logits = true:   -log softmax(y_pred)_y
+//   from_logits = false:  -log(c_y / sum_j c_j),  c = clip(y_pred, 1e-7, 1 - 1e-7)
+// (Keras takes log(c) as logits, which renormalises the clipped probabilities). The gradient with respect to
+// y_pred is softmax(y_pred) - onehot(y) for logits, and 1 / sum_j c_j - onehot(y) / c for probabilities, 0 where
+// y_pred lies outside [1e-7, 1 - 1e-7] (the clip passes no gradient there).
+//
+// Fused softmax (from_logits = false): when y_pred is a softmax of logits, backward_through_softmax gives
+// d/d logits = scale (probs - onehot(y)). Like every fused softmax-crossentropy kernel it skips the 1e-7 clipping,
+// so it differs from backward followed by the softmax's backward only where a probability is clipped.
+//
+// A negative, out-of-range or non-integer label throws std::invalid_argument naming the label, its flat index
+// and the class count. Keras' ignore_class is not supported: the training loop owns the reduction, which
+// ignore_class changes (a config with "ignore_class" other than null throws ConfigError).
+#include "api/losses/loss.h"
+
+namespace tower::losses {
+
+struct SparseCategoricalCrossentropyOptions {
+  bool from_logits = false;
+  std::string name = "sparse_categorical_crossentropy";
+  template <class V> void visit(V&& v) {
+    v("from_logits", from_logits);
+    v("name", name);
+  }
+};
+
+class SparseCategoricalCrossentropyImpl final : public Loss {
+ public:
+  using Options = SparseCategoricalCrossentropyOptions;
+  explicit SparseCategoricalCrossentropyImpl(Options options = {});
+  const Options& options() const { return options_; }
+  // From the "config" map of a serialized loss (Keras' keys).
+  static LossPtr from_config(const Config& arguments);
+
+  // Requires y_pred of rank >= 2 and y_true of y_pred's shape without its last axis (or with it as 1).
+  Shape per_example_shape(const Shape& y_pred) const override;
+  void check_shapes(const Shape& y_true, const Shape& y_pred) const override;
+  void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) override;
+  void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) override;
+  bool can_fuse_softmax() const override { return !options_.from_logits; }
+  // Requires can_fuse_softmax(); throws std::logic_error otherwise.
+  void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
+                                Tensor& grad_logits) override;
+  Config get_config() const override;
+
+ private:
+  enum class Mode { forward, backward, fused };
+  void run(Mode mode, const Tensor& y_true, const Tensor& y_pred, const Tensor* scale, Tensor& out);
+  Options options_;
+};
+
+class SparseCategoricalCrossentropy : public LossHolder<SparseCategoricalCrossentropyImpl> {
+ public:
+  using LossHolder::LossHolder;
+};
+
+}  // namespace tower::losses

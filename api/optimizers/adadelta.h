@@ -1,0 +1,52 @@
+#pragma once
+// Adadelta (keras.optimizers.Adadelta). Slots "accumulated_grad" and "accumulated_delta_var":
+//   accumulated_grad = rho * accumulated_grad + (1 - rho) * g^2
+//   delta = -sqrt(accumulated_delta_var + epsilon) * g / sqrt(accumulated_grad + epsilon)
+//   accumulated_delta_var = rho * accumulated_delta_var + (1 - rho) * delta^2
+//   var += lr * delta
+#include "api/optimizers/optimizer.h"
+
+namespace tower::optimizers {
+
+struct AdadeltaOptions {
+  schedules::LearningRate learning_rate = 0.001;
+  double rho = 0.95;      // in [0, 1]
+  double epsilon = 1e-7;  // > 0
+  std::optional<double> weight_decay;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+  template <class V> void visit(V&& v) {
+    v("learning_rate", learning_rate);
+    v("rho", rho);
+    v("epsilon", epsilon);
+    v("weight_decay", weight_decay);
+    v("clipnorm", clipnorm);
+    v("clipvalue", clipvalue);
+    v("global_clipnorm", global_clipnorm);
+  }
+};
+
+class AdadeltaImpl : public Optimizer {
+ public:
+  using Options = AdadeltaOptions;
+  // Throws std::invalid_argument for rho outside [0, 1] or epsilon <= 0 (which would make every step 0 / 0 or
+  // 0), and the base checks.
+  explicit AdadeltaImpl(Options options);
+  const Options& options() const { return options_; }
+
+ protected:
+  void build_slots(const Variable& variable) override;
+  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  Config own_config() const override { return detail::to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class Adadelta : public OptimizerHolder<AdadeltaImpl> {
+ public:
+  using OptimizerHolder::OptimizerHolder;
+};
+
+}  // namespace tower::optimizers

@@ -1,0 +1,49 @@
+#pragma once
+// Adagrad (keras.optimizers.Adagrad). Slot "accumulator", starting at initial_accumulator_value:
+//   accumulator += g^2
+//   var -= lr * g / sqrt(accumulator + epsilon)
+#include "api/optimizers/optimizer.h"
+
+namespace tower::optimizers {
+
+struct AdagradOptions {
+  schedules::LearningRate learning_rate = 0.001;
+  double initial_accumulator_value = 0.1;  // >= 0
+  double epsilon = 1e-7;                   // >= 0
+  std::optional<double> weight_decay;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+  template <class V> void visit(V&& v) {
+    v("learning_rate", learning_rate);
+    v("initial_accumulator_value", initial_accumulator_value);
+    v("epsilon", epsilon);
+    v("weight_decay", weight_decay);
+    v("clipnorm", clipnorm);
+    v("clipvalue", clipvalue);
+    v("global_clipnorm", global_clipnorm);
+  }
+};
+
+class AdagradImpl : public Optimizer {
+ public:
+  using Options = AdagradOptions;
+  // Throws std::invalid_argument for a negative initial_accumulator_value or epsilon (and the base checks).
+  explicit AdagradImpl(Options options);
+  const Options& options() const { return options_; }
+
+ protected:
+  void build_slots(const Variable& variable) override;
+  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  Config own_config() const override { return detail::to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class Adagrad : public OptimizerHolder<AdagradImpl> {
+ public:
+  using OptimizerHolder::OptimizerHolder;
+};
+
+}  // namespace tower::optimizers

@@ -1,0 +1,59 @@
+#pragma once
+// Adam (keras.optimizers.Adam). With t = iterations + 1 (slots "momentum", "velocity", and "velocity_hat"
+// with amsgrad):
+//   m = m + (g - m) * (1 - beta_1)
+//   v = v + (g^2 - v) * (1 - beta_2)
+//   v_hat = max(v_hat, v)                                        (amsgrad; then v_hat replaces v below)
+//   var -= m * lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) / (sqrt(v) + epsilon)
+// Epsilon is added to sqrt(v) without bias correction (Keras' "epsilon hat").
+#include "api/optimizers/optimizer.h"
+
+namespace tower::optimizers {
+
+struct AdamOptions {
+  schedules::LearningRate learning_rate = 0.001;
+  double beta_1 = 0.9;    // in [0, 1)
+  double beta_2 = 0.999;  // in [0, 1)
+  double epsilon = 1e-7;  // >= 0
+  bool amsgrad = false;
+  std::optional<double> weight_decay;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+  template <class V> void visit(V&& v) {
+    v("learning_rate", learning_rate);
+    v("beta_1", beta_1);
+    v("beta_2", beta_2);
+    v("epsilon", epsilon);
+    v("amsgrad", amsgrad);
+    v("weight_decay", weight_decay);
+    v("clipnorm", clipnorm);
+    v("clipvalue", clipvalue);
+    v("global_clipnorm", global_clipnorm);
+  }
+};
+
+class AdamImpl : public Optimizer {
+ public:
+  using Options = AdamOptions;
+  // Throws std::invalid_argument for beta_1 or beta_2 outside [0, 1) or a negative epsilon (and the base checks).
+  explicit AdamImpl(Options options);
+  const Options& options() const { return options_; }
+
+ protected:
+  // For AdamW, which is Adam under another name with weight_decay required.
+  AdamImpl(std::string type, Options options);
+  void build_slots(const Variable& variable) override;
+  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  Config own_config() const override { return detail::to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class Adam : public OptimizerHolder<AdamImpl> {
+ public:
+  using OptimizerHolder::OptimizerHolder;
+};
+
+}  // namespace tower::optimizers

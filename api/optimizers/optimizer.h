@@ -1,0 +1,179 @@
+#pragma once
+// Optimizer: Keras 3's base optimizer. apply_gradients(variables, gradients) runs, in order:
+//   1. gradient clipping (at most one of the three may be set, as in Keras):
+//        clipnorm         each gradient g becomes g * clipnorm / max(||g||, clipnorm);
+//        global_clipnorm  every gradient is scaled by global_clipnorm / max(N, global_clipnorm), N the L2 norm
+//                         of all gradients together;
+//        clipvalue        each element is clamped to [-clipvalue, clipvalue];
+//      the caller's gradient tensors are never modified (clipped copies live in scratch made on the first step);
+//   2. decoupled weight decay: v -= v * weight_decay * lr (when weight_decay is set);
+//   3. the optimizer's own update_step for each variable, with lr = learning_rate at the current iteration;
+//   4. iterations += 1.
+// An undefined gradient means "no gradient": that variable is left alone (Keras filters None gradients).
+// Slot variables (momenta, ...) and scratch are created on the first call, on the variables' device, so later
+// steps allocate nothing. The update kernels run on CPU memory (the CUDA backend will provide fused updates);
+// SGD, weight decay and norm clipping go through the Backend and so run on any device it supports.
+//
+// Each optimizer is a handle named after the Keras class, over an Impl deriving from Optimizer:
+//
+//   optimizers::Adam(1e-3)
+//   optimizers::Adam({.learning_rate = 1e-3, .beta_1 = 0.8, .clipnorm = 1.0})
+//   optimizers::SGD(schedules::ExponentialDecay({.initial_learning_rate = 0.1, .decay_steps = 100,
+//                                                .decay_rate = 0.9}))
+//
+// The handle converts to OptimizerPtr and reaches the Impl with ->.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "api/core/tensor.h"
+#include "api/io/config.h"
+#include "api/models/layer.h"
+#include "api/optimizers/schedules.h"
+
+namespace tower::optimizers {
+
+// Options every optimizer takes (Keras' base-optimizer arguments). Each optimizer's options struct repeats
+// these fields after its own, so designated initialisers reach them directly.
+struct BaseOptions {
+  std::optional<double> weight_decay;     // >= 0
+  std::optional<double> clipnorm;         // > 0
+  std::optional<double> clipvalue;        // > 0
+  std::optional<double> global_clipnorm;  // > 0
+};
+
+namespace detail {
+// CPU update loops below this many elements run on one thread (the fork/join costs more than the work).
+inline constexpr Index kParallelGrain = Index{1} << 15;
+// x rounded to float32. Keras casts hyper-parameters to the variable's dtype before taking the powers of its
+// bias corrections (beta_2^t with beta_2 = 0.999f differs from 0.999^t by 1e-5 relative in 1 - beta_2^t), so the
+// powers here use the same rounded values.
+inline double as_float32(double x) { return static_cast<double>(static_cast<float>(x)); }
+}  // namespace detail
+
+// The base fields of an optimizer's options struct.
+template <class Options>
+BaseOptions base_options_of(const Options& o) {
+  return BaseOptions{o.weight_decay, o.clipnorm, o.clipvalue, o.global_clipnorm};
+}
+
+class Optimizer {
+ public:
+  // Throws std::invalid_argument for a negative or non-finite learning rate, a negative weight_decay, a clip
+  // value <= 0, or more than one clipping option.
+  Optimizer(std::string type, schedules::LearningRate learning_rate, BaseOptions base);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // The Keras class name ("Adam").
+  const std::string& type() const { return type_; }
+  // Throws std::invalid_argument when the lists differ in length, a variable is null, a gradient's shape or
+  // dtype differs from its variable's (naming the variable), no gradient is defined, or a variable was not in
+  // the first call's list (the optimizer builds its slots for exactly those).
+  void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
+  // Creates the slots and scratch for these variables (Keras' build(var_list)), as the first apply_gradients
+  // does; a no-op once built. Lets a checkpoint restore slots before the first step. Throws
+  // std::invalid_argument for a null or repeated variable, or a device the optimizer cannot update.
+  void build(const std::vector<VariablePtr>& variables);
+
+  // The learning rate the next step will use.
+  double learning_rate() const;
+  // Replaces the learning rate (a schedule becomes a constant), as ReduceLROnPlateau does. Throws
+  // std::invalid_argument for a negative or non-finite rate.
+  void set_learning_rate(double lr);
+  std::int64_t iterations() const { return iterations_; }
+  void set_iterations(std::int64_t it) { iterations_ = it; }
+  bool built() const { return built_; }
+
+  // Slot variables for checkpoints, in a stable order (per variable, in the order the variables were first
+  // given, each optimizer's slots in a fixed order), each with name and path "<variable path>/<slot>".
+  const std::vector<VariablePtr>& variables() const { return slots_; }
+  // Keras' get_config: {"name", "learning_rate" (a number or a schedule config), <own arguments>,
+  // "weight_decay", "clipnorm", "global_clipnorm", "clipvalue"}.
+  Config get_config() const;
+  // {"class_name": type(), "config": get_config()}, what optimizer_from_config reads.
+  Config serialize() const;
+
+ protected:
+  // Creates the slots for one variable (called once per variable, in order, on the first step).
+  virtual void build_slots(const Variable& variable) { (void)variable; }
+  // One update of variable `index` (its position in the first call's list). `lr` is the current learning rate;
+  // iterations() is the number of completed steps (0 during the first).
+  virtual void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) = 0;
+  // The optimizer's own arguments as an options config (base keys and learning_rate may be included; the
+  // base class's current values replace them).
+  virtual Config own_config() const = 0;
+
+  // Adds a slot named "<variable path>/<name>" on the variable's device, filled with `initial_value`; returns
+  // its tensor.
+  Tensor add_slot(const Variable& variable, const std::string& name, float initial_value = 0.f);
+  // The slot of variable `index` named `name`.
+  Tensor& slot(std::size_t index, std::string_view name);
+  // Throws std::invalid_argument("<type>: argument '<name>' must be <expected>, got <value>") unless ok.
+  void check_argument(bool ok, const char* name, double value, const char* expected) const;
+  // Throws std::invalid_argument naming the variable unless it lives in CPU memory (for CPU-loop kernels).
+  void require_cpu(const Variable& variable) const;
+
+ private:
+  void check_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) const;
+  std::size_t index_of(const Variable* variable, std::size_t position) const;
+  // Fills effective_[k] with the gradient (or its clipped copy) for the k-th entry of this call.
+  void clip_gradients(const std::vector<Tensor>& gradients);
+  // Squared L2 norm of a gradient, through the Backend (norm_scratch_[index] holds the device-side result).
+  double squared_norm(std::size_t index, const Tensor& gradient);
+
+  std::string type_;
+  schedules::LearningRate learning_rate_;
+  BaseOptions base_;
+  std::int64_t iterations_ = 0;
+  bool built_ = false;
+  std::vector<const Variable*> built_for_;
+  std::unordered_map<const Variable*, std::size_t> index_by_variable_;
+  std::vector<VariablePtr> slots_;
+  std::vector<std::vector<std::pair<std::string, VariablePtr>>> slots_by_variable_;
+  // Per-step scratch, sized in build so steady-state steps allocate nothing.
+  std::vector<Tensor> clipped_;       // clipped gradients (only when a clipping option is set)
+  std::vector<Tensor> norm_scratch_;  // one float per variable on its device (clipnorm, global_clipnorm)
+  std::vector<std::size_t> call_index_;
+  std::vector<const Tensor*> effective_;
+};
+
+using OptimizerPtr = std::shared_ptr<Optimizer>;
+
+// A typed, shared handle to an optimizer: `optimizers::Adam` is an OptimizerHolder<AdamImpl>.
+template <class Impl>
+class OptimizerHolder {
+ public:
+  using Options = typename Impl::Options;
+  OptimizerHolder(Options options = {}) : impl_(std::make_shared<Impl>(std::move(options))) {}
+  OptimizerHolder(double learning_rate) : OptimizerHolder(with_learning_rate(learning_rate)) {}
+  OptimizerHolder(schedules::SchedulePtr schedule) : OptimizerHolder(with_learning_rate(std::move(schedule))) {}
+  explicit OptimizerHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  Impl* operator->() const { return impl_.get(); }
+  Impl& operator*() const { return *impl_; }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  operator OptimizerPtr() const { return impl_; }
+
+ private:
+  static Options with_learning_rate(schedules::LearningRate learning_rate) {
+    Options o;
+    o.learning_rate = std::move(learning_rate);
+    return o;
+  }
+  std::shared_ptr<Impl> impl_;
+};
+
+// The registry behind from_config and YAML: {"class_name": "Adam", "config": {...}} (Keras' serialized form,
+// with "module" and "registered_name", is accepted), or a bare name ("adam", "SGD", "rmsprop", ...). Throws
+// ConfigError for an unknown optimizer (listing the known ones), an unknown argument (naming the closest known
+// one), or a Keras option Tower does not implement (use_ema, loss_scale_factor, gradient_accumulation_steps).
+OptimizerPtr optimizer_from_config(const Config& c);
+
+}  // namespace tower::optimizers

@@ -1,0 +1,51 @@
+#pragma once
+// SGD (keras.optimizers.SGD): gradient descent with optional momentum and Nesterov momentum.
+//   momentum == 0:  v -= lr * g
+//   momentum > 0:   m = momentum * m - lr * g;  v += m                     (slot "momentum")
+//   nesterov:       m = momentum * m - lr * g;  v += momentum * m - lr * g
+// Runs through the Backend (axpby), so on any device it supports.
+#include "api/optimizers/optimizer.h"
+
+namespace tower::optimizers {
+
+struct SGDOptions {
+  schedules::LearningRate learning_rate = 0.01;
+  double momentum = 0.0;  // in [0, 1]
+  bool nesterov = false;
+  std::optional<double> weight_decay;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+  template <class V> void visit(V&& v) {
+    v("learning_rate", learning_rate);
+    v("momentum", momentum);
+    v("nesterov", nesterov);
+    v("weight_decay", weight_decay);
+    v("clipnorm", clipnorm);
+    v("clipvalue", clipvalue);
+    v("global_clipnorm", global_clipnorm);
+  }
+};
+
+class SGDImpl : public Optimizer {
+ public:
+  using Options = SGDOptions;
+  // Throws std::invalid_argument for a momentum outside [0, 1] (and the base checks).
+  explicit SGDImpl(Options options);
+  const Options& options() const { return options_; }
+
+ protected:
+  void build_slots(const Variable& variable) override;
+  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  Config own_config() const override { return detail::to_config(options_); }
+
+ private:
+  Options options_;
+};
+
+class SGD : public OptimizerHolder<SGDImpl> {
+ public:
+  using OptimizerHolder::OptimizerHolder;
+};
+
+}  // namespace tower::optimizers

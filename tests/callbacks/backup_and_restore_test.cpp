@@ -1,0 +1,170 @@
+#include "api/callbacks/backup_and_restore.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+#include "api/callbacks/lambda_callback.h"
+#include "api/io/weights_file.h"
+#include "api/losses/mean_squared_error.h"
+#include "api/models/model.h"
+#include "api/optimizers/sgd.h"
+#include "layers/dense.h"
+
+namespace tower::callbacks {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir() {
+  const fs::path d = fs::temp_directory_path() /
+                     ("tower_backup_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                      "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+Sequential make_model(std::uint64_t seed) {
+  set_random_seed(seed);
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 4, .activation = "tanh"}),
+                layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}), losses::MeanSquaredError());
+  return m;
+}
+
+std::pair<Tensor, Tensor> data() {
+  Generator g(11);
+  std::vector<float> x(16 * 3), y(16 * 2);
+  for (float& v : x) v = g.uniform(-1.f, 1.f);
+  for (float& v : y) v = g.uniform(-1.f, 1.f);
+  return {Tensor::from_vector(x, {16, 3}), Tensor::from_vector(y, {16, 2})};
+}
+
+FitOptions options(std::vector<CallbackPtr> cbs) {
+  return {.epochs = 6, .batch_size = 4, .verbose = 0, .callbacks = std::move(cbs), .shuffle = false};
+}
+
+void expect_same_weights(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::vector<float> va = a[i].to_vector(), vb = b[i].to_vector();
+    ASSERT_EQ(va.size(), vb.size());
+    for (std::size_t k = 0; k < va.size(); ++k) EXPECT_FLOAT_EQ(va[k], vb[k]) << "weight " << i << " element " << k;
+  }
+}
+
+TEST(BackupAndRestore, AnInterruptedFitResumesAndEndsWhereAnUninterruptedOneDoes) {
+  const auto [x, y] = data();
+  Sequential reference = make_model(5);
+  reference.fit(x, y, options({}));
+
+  const fs::path dir = fresh_dir();
+  auto backup = std::make_shared<BackupAndRestore>(dir.string());
+  Sequential interrupted = make_model(5);
+  auto crash = std::make_shared<LambdaCallback>(LambdaCallbackOptions{.on_epoch_begin = [](int epoch, const Logs&) {
+    if (epoch == 3) throw std::runtime_error("interrupted");
+  }});
+  EXPECT_THROW(interrupted.fit(x, y, options({backup, crash})), std::runtime_error);
+  ASSERT_TRUE(fs::exists(backup->backup_path()));  // an exception does not delete the backup
+
+  // A new process: a fresh model with other initial weights and a fresh optimizer.
+  Sequential resumed = make_model(99);
+  History h = resumed.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+  EXPECT_EQ(h.epoch(), (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(resumed.optimizer()->iterations(), reference.optimizer()->iterations());
+  expect_same_weights(resumed.get_weights(), reference.get_weights());
+  // Restored by position: the resumed model's layers have other automatic names.
+  std::vector<Tensor> slots_a, slots_b;
+  for (const VariablePtr& v : resumed.optimizer()->variables()) slots_a.push_back(v->value);
+  for (const VariablePtr& v : reference.optimizer()->variables()) slots_b.push_back(v->value);
+  expect_same_weights(slots_a, slots_b);
+  EXPECT_FALSE(fs::exists(dir));  // deleted after a completed fit
+}
+
+TEST(BackupAndRestore, TheBackupHoldsWeightsSlotsAndTrainingState) {
+  const auto [x, y] = data();
+  const fs::path dir = fresh_dir();
+  Sequential m = make_model(1);
+  auto backup = std::make_shared<BackupAndRestore>(dir.string(), BackupAndRestoreOptions{.delete_checkpoint = false});
+  m.fit(x, y, options({backup}));
+  const io::WeightsFile file = io::read_weights_file(backup->backup_path());
+  const Config& state = file.extra.at("backup_and_restore");
+  EXPECT_EQ(state.at("epoch").as_int(), 5);
+  EXPECT_EQ(state.at("iterations").as_int(), 6 * 4);
+  EXPECT_DOUBLE_EQ(state.at("learning_rate").as_double(), 0.05);
+  const std::size_t n_weights = m.weights().size(), n_slots = m.optimizer()->variables().size();
+  ASSERT_EQ(file.weights.size(), n_weights + n_slots);
+  EXPECT_EQ(file.weights[0].name, "model/" + m.weights()[0]->path);
+  EXPECT_EQ(file.weights[n_weights].name, "optimizer/" + m.optimizer()->variables()[0]->path);
+  expect_same_weights({file.weights[0].value}, {m.weights()[0]->value});
+
+  // A finished backup makes the next fit start past the last epoch: nothing runs, weights come back.
+  Sequential again = make_model(2);
+  History h = again.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+  EXPECT_TRUE(h.epoch().empty());
+  expect_same_weights(again.get_weights(), m.get_weights());
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(BackupAndRestore, BatchLevelBackupsRestartTheirEpoch) {
+  const auto [x, y] = data();
+  const fs::path dir = fresh_dir();
+  Sequential m = make_model(1);
+  auto backup = std::make_shared<BackupAndRestore>(dir.string(), BackupAndRestoreOptions{.save_freq = std::int64_t{3}});
+  int calls = 0;
+  auto crash = std::make_shared<LambdaCallback>(LambdaCallbackOptions{.on_train_batch_end = [&](std::int64_t, const Logs&) {
+    if (++calls == 7) throw std::runtime_error("interrupted");  // epoch 1, batch 2; saved after batch 1
+  }});
+  EXPECT_THROW(m.fit(x, y, options({backup, crash})), std::runtime_error);
+  const io::WeightsFile file = io::read_weights_file(backup->backup_path());
+  EXPECT_EQ(file.extra.at("backup_and_restore").at("epoch").as_int(), 0);
+  EXPECT_EQ(file.extra.at("backup_and_restore").at("iterations").as_int(), 6);
+  Sequential resumed = make_model(3);
+  History h = resumed.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+  EXPECT_EQ(h.epoch(), (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(BackupAndRestore, ADamagedBackupIsAClearError) {
+  const auto [x, y] = data();
+  const fs::path dir = fresh_dir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "latest.weights").string();
+  std::ofstream(path) << "not a weights file";
+  Sequential m = make_model(1);
+  try {
+    m.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+    FAIL() << "no throw";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("BackupAndRestore"), std::string::npos) << what;
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+  }
+  EXPECT_TRUE(fs::exists(path));  // left for the user to inspect
+  fs::remove_all(dir);
+}
+
+TEST(BackupAndRestore, ABackupOfAnotherModelIsRefusedWithoutTouchingTheWeights) {
+  const auto [x, y] = data();
+  const fs::path dir = fresh_dir();
+  Sequential m = make_model(1);
+  m.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string(), BackupAndRestoreOptions{.delete_checkpoint = false})}));
+  Sequential other({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  other.compile(optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}), losses::MeanSquaredError());
+  const std::vector<Tensor> before = other.get_weights();
+  EXPECT_THROW(other.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())})), std::runtime_error);
+  expect_same_weights(other.get_weights(), before);
+  fs::remove_all(dir);
+}
+
+TEST(BackupAndRestore, RejectsBadArguments) {
+  EXPECT_THROW(BackupAndRestore(""), std::invalid_argument);
+  EXPECT_THROW(BackupAndRestore("d", {.save_freq = "batch"}), std::invalid_argument);
+  EXPECT_THROW(BackupAndRestore("d", {.save_freq = std::int64_t{-1}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tower::callbacks

@@ -1,0 +1,54 @@
+#include "api/callbacks/terminate_on_nan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "api/losses/mean_squared_error.h"
+#include "api/models/model.h"
+#include "api/optimizers/sgd.h"
+#include "layers/dense.h"
+
+namespace tower::callbacks {
+namespace {
+
+Logs loss_logs(double loss) {
+  Logs logs;
+  logs.set("loss", loss);
+  logs.set("size", 4);
+  return logs;
+}
+
+TEST(TerminateOnNaN, StopsOnNaNOrInfiniteLoss) {
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    std::ostringstream out;
+    TerminateOnNaN cb(&out);
+    cb.set_model(&m.impl());
+    m->stop_training = false;
+    cb.on_train_batch_end(0, loss_logs(0.5));
+    cb.on_train_batch_end(1, Logs());
+    EXPECT_FALSE(m->stop_training);
+    EXPECT_EQ(out.str(), "");
+    cb.on_train_batch_end(7, loss_logs(bad));
+    EXPECT_TRUE(m->stop_training);
+    EXPECT_EQ(out.str(), "Batch 7: Invalid loss, terminating training\n");
+  }
+}
+
+TEST(TerminateOnNaN, EndsFitAfterTheBadBatch) {
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD(1e30), losses::MeanSquaredError());  // diverges to inf, then NaN
+  const Tensor x = Tensor::full({64, 3}, 10.f), y = Tensor::full({64, 2}, 1.f);
+  std::ostringstream out;
+  auto cb = std::make_shared<TerminateOnNaN>(&out);
+  History h = m.fit(x, y, {.epochs = 5, .batch_size = 4, .verbose = 0, .callbacks = {cb}});
+  EXPECT_EQ(h.epoch().size(), 1u);
+  EXPECT_NE(out.str().find("Invalid loss, terminating training"), std::string::npos);
+  EXPECT_FALSE(std::isfinite(h["loss"].back()));
+}
+
+}  // namespace
+}  // namespace tower::callbacks

@@ -1,0 +1,120 @@
+#include "api/io/weights_file.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("tower_weights_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+Sequential small_model(int hidden = 5) {
+  return Sequential({InputLayer({.shape = {3}}), layers::Dense({.units = hidden, .activation = "relu"}),
+                     layers::Dense({.units = 2})});
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void expect_error_mentions(const std::function<void()>& fn, const std::vector<std::string>& words) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const std::exception& e) {
+    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+  }
+}
+
+TEST(WeightsFile, RoundTripIsExact) {
+  const fs::path p = temp_dir() / "m.weights";
+  Sequential a = small_model(), b = small_model();
+  a.save_weights(p);
+  b.load_weights(p);
+  const auto wa = a.get_weights(), wb = b.get_weights();
+  ASSERT_EQ(wa.size(), wb.size());
+  for (std::size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i].to_vector(), wb[i].to_vector());
+}
+
+TEST(WeightsFile, WholeModelSaveAndLoad) {
+  const fs::path p = temp_dir() / "model.tower";
+  Sequential a = small_model();
+  a.save(p);
+  Model b = Model::load(p);
+  EXPECT_EQ(b->type(), "Sequential");
+  EXPECT_EQ(b.count_params(), a.count_params());
+  Tensor x = testing::random_tensor({4, 3}, 1);
+  testing::expect_near(b.predict(x), a.predict(x), 0.f, 0.f, "predictions");
+}
+
+TEST(WeightsFile, AFileFromAnotherModelNamesBothShapes) {
+  const fs::path p = temp_dir() / "other.weights";
+  small_model(7).save_weights(p);
+  Sequential m = small_model(5);
+  const auto before = m.get_weights();
+  expect_error_mentions([&] { m.load_weights(p); }, {p.string(), "(3, 7)", "(3, 5)"});
+  EXPECT_EQ(m.get_weights()[0].to_vector(), before[0].to_vector());  // unchanged
+}
+
+TEST(WeightsFile, TruncatedAndCorruptedFilesAreRejected) {
+  const fs::path dir = temp_dir();
+  const fs::path good = dir / "good.weights";
+  small_model().save_weights(good);
+  const std::string bytes = read_all(good);
+  std::ofstream(dir / "truncated.weights", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::string flipped = bytes;
+  flipped[flipped.size() - 20] ^= 0x55;
+  std::ofstream(dir / "corrupt.weights", std::ios::binary) << flipped;
+  std::ofstream(dir / "text.weights") << "hello";
+  Sequential m = small_model();
+  expect_error_mentions([&] { m.load_weights(dir / "truncated.weights"); }, {"truncated.weights", "truncated"});
+  expect_error_mentions([&] { m.load_weights(dir / "corrupt.weights"); }, {"corrupt.weights", "checksum"});
+  expect_error_mentions([&] { m.load_weights(dir / "text.weights"); }, {"text.weights", "not a Tower weights file"});
+  expect_error_mentions([&] { m.load_weights(dir / "missing.weights"); }, {"missing.weights"});
+}
+
+TEST(WeightsFile, AFailedSaveLeavesThePreviousFile) {
+  const fs::path dir = temp_dir();
+  const fs::path p = dir / "keep.weights";
+  Sequential m = small_model();
+  m.save_weights(p);
+  const std::string before = read_all(p);
+  // A save that cannot complete (the target is replaced by a directory entry it cannot rename over).
+  expect_error_mentions([&] { m.save_weights((dir / "no_such_dir" / "x.weights").string()); }, {"no_such_dir"});
+  EXPECT_EQ(read_all(p), before);
+}
+
+TEST(WeightsFile, ASaveKilledMidWayNeverDamagesTheFile) {
+  const fs::path dir = temp_dir();
+  const fs::path p = dir / "big.weights";
+  Sequential m({InputLayer({.shape = {512}}), layers::Dense({.units = 2048}), layers::Dense({.units = 512})});
+  m.save_weights(p);
+  for (int trial = 0; trial < 5; ++trial) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      for (;;) m.save_weights(p);  // killed below, at an arbitrary point of some write
+    }
+    ::usleep(static_cast<useconds_t>(20000 + 13000 * trial));
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    Sequential fresh({InputLayer({.shape = {512}}), layers::Dense({.units = 2048}), layers::Dense({.units = 512})});
+    EXPECT_NO_THROW(fresh.load_weights(p)) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace tower

@@ -1,0 +1,127 @@
+// Metrics against Keras itself: tests/reference/losses_metrics/metrics.json, written by
+// make_loss_metric_fixtures.py (Keras 3 on TensorFlow), holds for each case a metric config, two batches and
+// Keras' result() after update_state on both, without and with sample weights. Each case is one test,
+// MetricKeras.Matches/<case>, which also checks merge_state: one instance per batch, merged, equals one instance
+// that saw both (the per-replica aggregation a strategy does).
+//
+// Tolerance: |got - want| <= 1e-6 + 1e-5 |want|. Keras accumulates in float32 (a few roundings of 6e-8 relative
+// each, and AUC's float32 sums over 200 thresholds), Tower in double; the counts themselves are exact on both sides.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/metrics/metrics.h"
+
+#ifndef TOWER_TEST_DATA_DIR
+#error "TOWER_TEST_DATA_DIR must be defined (the absolute path of tests/reference)"
+#endif
+
+namespace tower {
+namespace {
+
+constexpr double kAtol = 1e-6, kRtol = 1e-5;
+
+const Config& fixtures() {
+  static const Config doc = [] {
+    const std::string path = TOWER_TEST_DATA_DIR "/losses_metrics/metrics.json";
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return Config::parse_json(text.str());
+  }();
+  return doc;
+}
+
+Tensor read_tensor(const Config& c) {
+  std::vector<Index> dims;
+  for (const Config& d : c.at("shape").as_list()) dims.push_back(d.as_int());
+  const Config::List& data = c.at("data").as_list();
+  if (c.at("dtype").as_string() == "int32") {
+    std::vector<std::int32_t> v;
+    for (const Config& x : data) v.push_back(static_cast<std::int32_t>(x.as_int()));
+    return Tensor::from_vector(v, Shape(dims));
+  }
+  std::vector<float> v;
+  for (const Config& x : data) v.push_back(static_cast<float>(x.as_double()));
+  return Tensor::from_vector(v, Shape(dims));
+}
+
+// Empty when the file cannot be read (FixtureFileCoversEveryMetric then fails with the reason), so test discovery
+// never throws.
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  try {
+    for (const Config& c : fixtures().at("cases").as_list()) names.push_back(c.at("name").as_string());
+  } catch (const std::exception&) {
+    names.clear();
+  }
+  return names;
+}
+
+const Config& find_case(const std::string& name) {
+  for (const Config& c : fixtures().at("cases").as_list())
+    if (c.at("name").as_string() == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+// Feeds one fixture batch to `metric`, with or without its sample weights.
+void update(metrics::Metric& metric, const Config& batch, bool weighted) {
+  const Tensor w = weighted ? read_tensor(batch.at("sample_weight")) : Tensor();
+  if (batch.contains("values")) {
+    auto* mean = dynamic_cast<metrics::MeanImpl*>(&metric);
+    ASSERT_NE(mean, nullptr) << "a values batch for a " << metric.type();
+    mean->update_state(read_tensor(batch.at("values")), w);
+    return;
+  }
+  metric.update_state(read_tensor(batch.at("y_true")), read_tensor(batch.at("y_pred")), w);
+}
+
+class MetricKeras : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MetricKeras, Matches) {
+  const Config& c = find_case(GetParam());
+  const Config::List& batches = c.at("batches").as_list();
+  for (const bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "with sample weights" : "without sample weights");
+    const double want = c.at(weighted ? "weighted_result" : "result").as_double();
+    const metrics::MetricPtr metric = metrics::metric_from_config(c.at("metric_config"));
+    EXPECT_EQ(metric->result(), 0.0) << "before any update";
+    for (const Config& b : batches) update(*metric, b, weighted);
+    EXPECT_NEAR(metric->result(), want, kAtol + kRtol * std::abs(want));
+
+    // merge_state: one replica per batch, merged into the first.
+    std::vector<metrics::MetricPtr> replicas;
+    for (const Config& b : batches) {
+      replicas.push_back(metric->clone());
+      update(*replicas.back(), b, weighted);
+    }
+    for (std::size_t i = 1; i < replicas.size(); ++i) replicas[0]->merge_state(*replicas[i]);
+    EXPECT_NEAR(replicas[0]->result(), metric->result(), 1e-12 + 1e-12 * std::abs(want)) << "merged";
+
+    metric->reset_state();
+    EXPECT_EQ(metric->result(), 0.0) << "after reset_state";
+    for (const Config& b : batches) update(*metric, b, weighted);
+    EXPECT_NEAR(metric->result(), want, kAtol + kRtol * std::abs(want)) << "after reset_state and the same updates";
+  }
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MetricKeras);
+INSTANTIATE_TEST_SUITE_P(Metric, MetricKeras, ::testing::ValuesIn(case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(MetricKeras, FixtureFileCoversEveryMetric) {
+  std::vector<std::string> seen;
+  for (const Config& c : fixtures().at("cases").as_list())
+    seen.push_back(c.at("metric_config").at("class_name").as_string());
+  for (const std::string& type : metrics::metric_types())
+    EXPECT_NE(std::find(seen.begin(), seen.end(), type), seen.end()) << type << " has no Keras fixture";
+}
+
+}  // namespace
+}  // namespace tower

@@ -1,0 +1,266 @@
+// The metric API around the numbers (those are pinned by keras_metrics_test.cpp): handles and options, names and
+// configs as Keras writes them, state handling (reset, clone, merge) and the errors a user sees.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "api/metrics/metrics.h"
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+Tensor floats(const std::vector<float>& v, Shape shape) { return Tensor::from_vector(v, std::move(shape)); }
+Tensor ints(const std::vector<std::int32_t>& v) { return Tensor::from_vector(v, {static_cast<Index>(v.size())}); }
+
+template <class E, class F>
+void expect_throw_with(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+std::vector<metrics::MetricPtr> every_metric() {
+  return {
+      metrics::Mean({.name = "m"}),
+      metrics::Accuracy(),
+      metrics::BinaryAccuracy({.threshold = 0.3}),
+      metrics::CategoricalAccuracy(),
+      metrics::SparseCategoricalAccuracy({.name = "acc"}),
+      metrics::TopKCategoricalAccuracy({.k = 2}),
+      metrics::SparseTopKCategoricalAccuracy({.k = 3}),
+      metrics::Precision({.thresholds = 0.4, .class_id = 1}),
+      metrics::Recall({.top_k = 2}),
+      metrics::AUC({.num_thresholds = 50, .curve = "pr", .summation_method = "Majoring", .from_logits = true}),
+      metrics::MeanSquaredError(),
+      metrics::MeanAbsoluteError(),
+  };
+}
+
+TEST(MetricApi, DefaultNamesAreKeras) {
+  EXPECT_EQ(metrics::Mean()->name(), "mean");
+  EXPECT_EQ(metrics::Accuracy()->name(), "accuracy");
+  EXPECT_EQ(metrics::BinaryAccuracy()->name(), "binary_accuracy");
+  EXPECT_EQ(metrics::CategoricalAccuracy()->name(), "categorical_accuracy");
+  EXPECT_EQ(metrics::SparseCategoricalAccuracy()->name(), "sparse_categorical_accuracy");
+  EXPECT_EQ(metrics::TopKCategoricalAccuracy()->name(), "top_k_categorical_accuracy");
+  EXPECT_EQ(metrics::SparseTopKCategoricalAccuracy()->name(), "sparse_top_k_categorical_accuracy");
+  EXPECT_EQ(metrics::Precision()->name(), "precision");
+  EXPECT_EQ(metrics::Recall()->name(), "recall");
+  EXPECT_EQ(metrics::AUC()->name(), "auc");
+  EXPECT_EQ(metrics::MeanSquaredError()->name(), "mean_squared_error");
+  EXPECT_EQ(metrics::MeanAbsoluteError()->name(), "mean_absolute_error");
+  EXPECT_EQ(metrics::TopKCategoricalAccuracy()->options().k, 5);
+  EXPECT_EQ(metrics::AUC()->options().num_thresholds, 200);
+  const metrics::MetricPtr p = metrics::SparseCategoricalAccuracy();
+  EXPECT_EQ(p->type(), "SparseCategoricalAccuracy");
+}
+
+TEST(MetricApi, ConfigRoundTripsForEveryMetric) {
+  const auto all = every_metric();
+  ASSERT_EQ(all.size(), metrics::metric_types().size());
+  for (const metrics::MetricPtr& m : all) {
+    SCOPED_TRACE(m->type());
+    const Config c = m->get_config();
+    EXPECT_EQ(c.at("class_name").as_string(), m->type());
+    EXPECT_EQ(c.at("config").at("name").as_string(), m->name());
+    EXPECT_EQ(c.at("config").at("dtype").as_string(), "float32");
+    const metrics::MetricPtr back = metrics::metric_from_config(Config::parse_json(c.to_json()));
+    EXPECT_EQ(back->get_config(), c) << back->get_config().to_json() << " vs " << c.to_json();
+    EXPECT_EQ(m->clone()->get_config(), c);
+  }
+  // AUC normalises Keras' spellings.
+  const Config auc = metrics::AUC({.curve = "pr", .summation_method = "Majoring"})->get_config().at("config");
+  EXPECT_EQ(auc.at("curve").as_string(), "PR");
+  EXPECT_EQ(auc.at("summation_method").as_string(), "majoring");
+}
+
+TEST(MetricApi, KerasNamesAndAliases) {
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"accuracy", "Accuracy"},
+      {"binary_accuracy", "BinaryAccuracy"},
+      {"categorical_accuracy", "CategoricalAccuracy"},
+      {"sparse_categorical_accuracy", "SparseCategoricalAccuracy"},
+      {"top_k_categorical_accuracy", "TopKCategoricalAccuracy"},
+      {"sparse_top_k_categorical_accuracy", "SparseTopKCategoricalAccuracy"},
+      {"precision", "Precision"},
+      {"recall", "Recall"},
+      {"auc", "AUC"},
+      {"AUC", "AUC"},
+      {"mse", "MeanSquaredError"},
+      {"mean_squared_error", "MeanSquaredError"},
+      {"mae", "MeanAbsoluteError"},
+      {"MAE", "MeanAbsoluteError"},
+      {"mean", "Mean"},
+  };
+  for (const auto& [name, type] : names) EXPECT_EQ(metrics::metric_from_config(name)->type(), type) << name;
+  expect_throw_with<ConfigError>([] { metrics::metric_from_config("sparse_categorical_acuracy"); },
+                                 {"unknown metric", "did you mean 'sparse_categorical_accuracy'"});
+}
+
+// The configs Keras 3 writes (keras.metrics.X().get_config()) read back.
+TEST(MetricApi, ReadsKerasConfigs) {
+  const auto auc = metrics::metric_from_config(Config::parse_json(
+      R"({"class_name": "AUC", "config": {"name": "auc", "dtype": "float32", "num_thresholds": 200, "curve": "ROC",
+          "summation_method": "interpolation", "multi_label": false, "num_labels": null, "label_weights": null,
+          "from_logits": false}})"));
+  EXPECT_EQ(auc->name(), "auc");
+  const auto precision = metrics::metric_from_config(Config::parse_json(
+      R"({"class_name": "Precision", "config": {"name": "precision", "dtype": "float32", "thresholds": null,
+          "top_k": null, "class_id": null}})"));
+  EXPECT_EQ(precision->type(), "Precision");
+  const auto topk = metrics::metric_from_config(Config::parse_json(
+      R"({"class_name": "SparseTopKCategoricalAccuracy", "config": {"name": "top3", "dtype": "float32", "k": 3}})"));
+  EXPECT_EQ(std::dynamic_pointer_cast<metrics::SparseTopKCategoricalAccuracyImpl>(topk)->options().k, 3);
+}
+
+TEST(MetricApi, UnsupportedKerasArgumentsAreConfigErrors) {
+  expect_throw_with<ConfigError>(
+      [] {
+        metrics::metric_from_config(Config::parse_json(R"({"class_name": "AUC", "config": {"multi_label": true}})"));
+      },
+      {"AUC", "'multi_label'"});
+  expect_throw_with<ConfigError>(
+      [] {
+        metrics::metric_from_config(
+            Config::parse_json(R"({"class_name": "Precision", "config": {"thresholds": [0.3, 0.5]}})"));
+      },
+      {"Precision", "thresholds"});
+  expect_throw_with<ConfigError>(
+      [] { metrics::metric_from_config(Config::parse_json(R"({"class_name": "Recall", "config": {"top": 2}})")); },
+      {"unknown argument 'top'", "did you mean 'top_k'"});
+}
+
+TEST(MetricApi, InvalidOptionsThrow) {
+  EXPECT_THROW(metrics::AUC({.num_thresholds = 1}), std::invalid_argument);
+  EXPECT_THROW(metrics::AUC({.curve = "PRGAIN"}), std::invalid_argument);
+  EXPECT_THROW(metrics::AUC({.summation_method = "trapezoid"}), std::invalid_argument);
+  EXPECT_THROW(metrics::Precision({.thresholds = 1.5}), std::invalid_argument);
+  EXPECT_THROW(metrics::Recall({.top_k = 0}), std::invalid_argument);
+  EXPECT_THROW(metrics::TopKCategoricalAccuracy({.k = 0}), std::invalid_argument);
+}
+
+TEST(Mean, UpdateWithWeights) {
+  metrics::Mean mean;
+  EXPECT_EQ(mean->result(), 0.0);
+  mean->update(1.0);
+  mean->update(4.0, 2.0);
+  EXPECT_DOUBLE_EQ(mean->result(), 3.0);
+  // Keras' Mean on [1, 3, 5, 7] with weights [1, 1, 0, 0] is 2.
+  mean->reset_state();
+  mean->update_state(floats({1, 3, 5, 7}, {4}), floats({1, 1, 0, 0}, {4}));
+  EXPECT_DOUBLE_EQ(mean->result(), 2.0);
+  // A scalar is one example; values [N, d] with weights of their shape weight each value.
+  mean->reset_state();
+  mean->update_state(Tensor::full({}, 5.f));
+  EXPECT_DOUBLE_EQ(mean->result(), 5.0);
+  mean->reset_state();
+  mean->update_state(floats({1, 3, 2, 2}, {2, 2}), floats({1, 0, 1, 1}, {2, 2}));
+  // total = mean(1*1, 3*0) + mean(2, 2) = 0.5 + 2; count = mean(1, 0) + mean(1, 1) = 1.5
+  EXPECT_DOUBLE_EQ(mean->result(), 2.5 / 1.5);
+}
+
+TEST(Mean, TakesValuesNotPredictions) {
+  const metrics::MetricPtr mean = metrics::Mean();
+  expect_throw_with<std::invalid_argument>([&] { mean->update_state(floats({1}, {1}), floats({1}, {1})); },
+                                           {"update_state(values"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::Mean()->update_state(floats({1, 2, 3}, {3}), floats({1, 2}, {2})); }, {"sample_weight", "(2,)"});
+}
+
+TEST(MetricApi, CloneStartsEmptyAndIsIndependent) {
+  metrics::SparseCategoricalAccuracy acc;
+  acc->update_state(ints({1, 0}), floats({0.1f, 0.9f, 0.2f, 0.8f}, {2, 2}));
+  EXPECT_DOUBLE_EQ(acc->result(), 0.5);
+  const metrics::MetricPtr copy = acc->clone();
+  EXPECT_EQ(copy->result(), 0.0);
+  copy->update_state(ints({1}), floats({0.1f, 0.9f}, {1, 2}));
+  EXPECT_DOUBLE_EQ(copy->result(), 1.0);
+  EXPECT_DOUBLE_EQ(acc->result(), 0.5);
+}
+
+TEST(MetricApi, MergeRequiresTheSameTypeAndConfiguration) {
+  metrics::BinaryAccuracy a, b({.threshold = 0.7});
+  expect_throw_with<std::invalid_argument>([&] { a->merge_state(*b); }, {"configured differently"});
+  expect_throw_with<std::invalid_argument>([&] { a->merge_state(*metrics::Accuracy()); },
+                                           {"Accuracy", "BinaryAccuracy"});
+  expect_throw_with<std::invalid_argument>([&] { metrics::Precision()->merge_state(*metrics::Recall()); }, {"Recall"});
+  metrics::AUC auc;
+  expect_throw_with<std::invalid_argument>([&] { auc->merge_state(*metrics::AUC({.num_thresholds = 10})); },
+                                           {"configured differently"});
+  // The name may differ (replicas of a renamed metric still merge).
+  metrics::BinaryAccuracy c({.name = "other"});
+  EXPECT_NO_THROW(a->merge_state(*c));
+}
+
+TEST(MetricApi, ShapeMismatchesNameBothShapes) {
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::CategoricalAccuracy()->update_state(floats({1, 0}, {1, 2}), floats({1, 0, 0}, {1, 3})); },
+      {"categorical_accuracy", "(1, 2)", "(1, 3)"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::SparseCategoricalAccuracy()->update_state(ints({1, 0, 1}), floats({1, 0, 0, 1}, {2, 2})); },
+      {"(3,)", "(2, 2)"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::AUC()->update_state(floats({1, 0}, {2}), floats({1, 0, 0}, {3})); }, {"auc", "(2,)", "(3,)"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::MeanSquaredError()->update_state(floats({1, 0}, {1, 2}), floats({1, 0, 0}, {1, 3})); },
+      {"mean_squared_error", "(1, 2)", "(1, 3)"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::Accuracy()->update_state(floats({1, 0}, {2}), floats({1, 0}, {2}), floats({1, 1, 1}, {3})); },
+      {"sample_weight", "2 examples"});
+}
+
+TEST(MetricApi, SparseMetricsRejectBadLabels) {
+  const Tensor y_pred = floats({0.2f, 0.3f, 0.5f, 0.6f, 0.3f, 0.1f}, {2, 3});
+  expect_throw_with<std::invalid_argument>(
+      [&] { metrics::SparseCategoricalAccuracy()->update_state(ints({0, 3}), y_pred); },
+      {"label 3", "index 1", "3 classes"});
+  expect_throw_with<std::invalid_argument>(
+      [&] { metrics::SparseTopKCategoricalAccuracy()->update_state(floats({-1, 0}, {2}), y_pred); },
+      {"label -1", "index 0"});
+  expect_throw_with<std::invalid_argument>(
+      [&] { metrics::SparseCategoricalAccuracy()->update_state(floats({0, 0.5f}, {2}), y_pred); }, {"label 0.5"});
+}
+
+TEST(MetricApi, TopKCountsTiesAtTheBoundary) {
+  // Scores [0.4, 0.4, 0.2]: with k = 1 both tied classes are "in the top 1" (TensorFlow's in_top_k).
+  const Tensor y_pred = floats({0.4f, 0.4f, 0.2f}, {1, 3});
+  metrics::SparseTopKCategoricalAccuracy top1({.k = 1});
+  top1->update_state(ints({1}), y_pred);
+  EXPECT_DOUBLE_EQ(top1->result(), 1.0);
+  // argmax takes the first of the tied classes.
+  metrics::SparseCategoricalAccuracy acc;
+  acc->update_state(ints({1}), y_pred);
+  EXPECT_DOUBLE_EQ(acc->result(), 0.0);
+}
+
+TEST(MetricApi, PrecisionAndRecallByHand) {
+  // Decisions at 0.5: predicted positive [1, 0, 1, 1]; labels [1, 1, 0, 1] -> tp 2, fp 1, fn 1.
+  const Tensor y_true = floats({1, 1, 0, 1}, {4});
+  const Tensor y_pred = floats({0.9f, 0.2f, 0.6f, 0.7f}, {4});
+  metrics::Precision precision;
+  metrics::Recall recall;
+  precision->update_state(y_true, y_pred);
+  recall->update_state(y_true, y_pred);
+  EXPECT_DOUBLE_EQ(precision->result(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(recall->result(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(precision->true_positives(), 2.0);
+  EXPECT_DOUBLE_EQ(precision->false_positives(), 1.0);
+  EXPECT_DOUBLE_EQ(recall->false_negatives(), 1.0);
+}
+
+TEST(MetricApi, PerfectAucIsOne) {
+  metrics::AUC auc;
+  auc->update_state(floats({0, 0, 1, 1}, {4}), floats({0.1f, 0.3f, 0.6f, 0.9f}, {4}));
+  EXPECT_NEAR(auc->result(), 1.0, 1e-12);
+  metrics::AUC pr({.curve = "PR"});
+  pr->update_state(floats({0, 0, 1, 1}, {4}), floats({0.1f, 0.3f, 0.6f, 0.9f}, {4}));
+  EXPECT_NEAR(pr->result(), 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace tower

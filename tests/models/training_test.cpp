@@ -1,0 +1,131 @@
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+using testing::random_tensor;
+
+// Two Gaussian blobs per class in 2-d, labels 0..2: separable by a small MLP.
+std::pair<Tensor, Tensor> blobs(Index n, std::uint64_t seed) {
+  Generator g(seed);
+  std::vector<float> x(static_cast<std::size_t>(n * 2));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(n));
+  const float centers[3][2] = {{-2, -2}, {2, -2}, {0, 2}};
+  for (Index i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % 3);
+    y[static_cast<std::size_t>(i)] = c;
+    x[static_cast<std::size_t>(2 * i)] = centers[c][0] + g.normal(0.f, 0.6f);
+    x[static_cast<std::size_t>(2 * i + 1)] = centers[c][1] + g.normal(0.f, 0.6f);
+  }
+  return {Tensor::from_vector(x, {n, 2}), Tensor::from_vector(y, {n})};
+}
+
+Sequential mlp() {
+  return Sequential({InputLayer({.shape = {2}}), layers::Dense({.units = 16, .activation = "relu"}),
+                     layers::Dense({.units = 3, .activation = "softmax"})});
+}
+
+TEST(Training, FitLearnsASeparableProblem) {
+  set_random_seed(1);
+  auto [x, y] = blobs(600, 2);
+  Sequential model = mlp();
+  model.compile(optimizers::Adam(0.01), losses::SparseCategoricalCrossentropy(),
+                {metrics::SparseCategoricalAccuracy()});
+  callbacks::History h = model.fit(x, y, {.epochs = 8, .batch_size = 32, .verbose = 0, .validation_split = 0.2});
+  ASSERT_EQ(h.epoch().size(), 8u);
+  EXPECT_LT(h["loss"].back(), h["loss"].front());
+  EXPECT_GT(h["val_sparse_categorical_accuracy"].back(), 0.95);
+  const callbacks::Logs logs = model.evaluate(x, y, {.verbose = 0});
+  EXPECT_GT(*logs.get("sparse_categorical_accuracy"), 0.95);
+  const Tensor p = model.predict(x);
+  EXPECT_EQ(p.shape(), (Shape{600, 3}));
+}
+
+TEST(Training, SameSeedSameWeights) {
+  auto run = [] {
+    set_random_seed(7);
+    auto [x, y] = blobs(200, 3);
+    Sequential model({InputLayer({.shape = {2}}), layers::Dense({.units = 8, .activation = "relu"}),
+                      layers::Dropout({.rate = 0.2}), layers::Dense({.units = 3, .activation = "softmax"})});
+    model.compile(optimizers::Adam(0.01), losses::SparseCategoricalCrossentropy());
+    model.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
+    return model.get_weights();
+  };
+  const auto a = run(), b = run();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector(), b[i].to_vector()) << "weight " << i;
+}
+
+TEST(Training, OneSgdStepOfALinearModelMatchesHandComputation) {
+  // y = x w + b, MSE, SGD lr 0.1: w' = w - 0.1 * 2/N * sum x (xw + b - t)
+  Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1, .kernel_initializer = "ones"})});
+  model.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2}, {2, 1});
+  Tensor t = Tensor::from_vector(std::vector<float>{0, 0}, {2, 1});
+  const callbacks::Logs logs = model.train_on_batch(x, t);
+  EXPECT_NEAR(*logs.get("loss"), (1.0 + 4.0) / 2, 1e-6);  // loss before the step
+  // dL/dw = (2/2) * (1*1 + 2*2) = 5; dL/db = (2/2) * (1 + 2) = 3
+  const auto w = model.get_weights();
+  EXPECT_NEAR(w[0].item(), 1 - 0.5, 1e-6);
+  EXPECT_NEAR(w[1].item(), 0 - 0.3, 1e-6);
+}
+
+TEST(Training, SampleAndClassWeightsScaleTheLoss) {
+  Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1, .kernel_initializer = "ones"})});
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2}, {2, 1});
+  Tensor t = Tensor::from_vector(std::vector<float>{0, 0}, {2, 1});
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 0}, {2});
+  // sum_over_batch_size divides by the batch, not by the sum of weights: (1*1 + 0*4) / 2.
+  EXPECT_NEAR(*model.test_on_batch(x, t, w).get("loss"), 0.5, 1e-6);
+}
+
+TEST(Training, RegularizationIsAddedToTheLoss) {
+  Sequential model({InputLayer({.shape = {1}}),
+                    layers::Dense({.units = 1, .use_bias = false, .kernel_initializer = initializers::Constant(2.0),
+                                   .kernel_regularizer = regularizers::L2(0.5)})});
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+  Tensor x = Tensor::from_vector(std::vector<float>{0}, {1, 1});
+  Tensor t = Tensor::from_vector(std::vector<float>{0}, {1, 1});
+  EXPECT_NEAR(*model.test_on_batch(x, t).get("loss"), 0.5 * 4.0, 1e-6);
+}
+
+TEST(Training, FitBeforeCompileIsAClearError) {
+  Sequential model = mlp();
+  auto [x, y] = blobs(30, 1);
+  try {
+    model.fit(x, y);
+    FAIL();
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("compile"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Training, MismatchedXAndYLengthsAreAClearError) {
+  Sequential model = mlp();
+  model.compile(optimizers::Adam(), losses::SparseCategoricalCrossentropy());
+  auto [x, y] = blobs(30, 1);
+  EXPECT_THROW(model.fit(x, y.slice(0, 20)), std::invalid_argument);
+}
+
+TEST(Training, MultiOutputLossesAreWeightedAndLogged) {
+  auto in = Input({2});
+  auto h = layers::Dense({.units = 4, .activation = "tanh"})(in);
+  auto a = layers::Dense({.units = 3, .activation = "softmax", .name = "cls"})(h);
+  auto b = layers::Dense({.units = 1, .name = "reg"})(h);
+  Model model({in}, {a, b});
+  model.compile(optimizers::SGD(0.0), {losses::SparseCategoricalCrossentropy(), losses::MeanSquaredError()}, {},
+                {1.0, 0.5});
+  auto [x, y] = blobs(8, 4);
+  Tensor t = random_tensor({8, 1}, 5);
+  const callbacks::Logs logs = model->trainer().test_on_batch({x, y, t});
+  EXPECT_NEAR(*logs.get("loss"), *logs.get("cls_loss") + 0.5 * *logs.get("reg_loss"), 1e-5);
+}
+
+}  // namespace
+}  // namespace tower

@@ -1,0 +1,316 @@
+// The base optimizer: argument and gradient checks, clipping, weight decay, learning rate and iterations, slots,
+// steady-state allocation, and the registry behind optimizer_from_config.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "optimizers/optimizer_testing.h"
+
+namespace tower::optimizers {
+namespace {
+
+using testing::make_problem;
+using testing::make_variable;
+using tower::testing::expect_near;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+double l2(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += static_cast<double>(x) * x;
+  return std::sqrt(s);
+}
+
+TEST(Optimizer, RejectsMismatchedLists) {
+  auto p = make_problem(1);
+  const OptimizerPtr opt = SGD(0.1);
+  const std::string msg = message_of([&] { opt->apply_gradients(p.variables, {p.gradients[0][0]}); });
+  EXPECT_TRUE(contains(msg, "2 variables but 1 gradients")) << msg;
+}
+
+TEST(Optimizer, GradientShapeMismatchNamesTheVariable) {
+  auto p = make_problem(1);
+  const OptimizerPtr opt = Adam(0.1);
+  const Tensor wrong = Tensor::zeros({4, 3});
+  const std::string msg = message_of([&] { opt->apply_gradients(p.variables, {wrong, p.gradients[0][1]}); });
+  EXPECT_TRUE(contains(msg, "'w/kernel'")) << msg;
+  EXPECT_TRUE(contains(msg, Shape({4, 3}).to_string())) << msg;
+  EXPECT_TRUE(contains(msg, Shape({3, 4}).to_string())) << msg;
+  EXPECT_FALSE(opt->built());
+  EXPECT_EQ(opt->iterations(), 0);
+}
+
+TEST(Optimizer, RejectsInvalidLearningRates) {
+  EXPECT_THROW(SGD(-0.1), std::invalid_argument);
+  EXPECT_THROW(Adam({.learning_rate = -1e-3}), std::invalid_argument);
+  EXPECT_THROW(RMSprop(std::nan("")), std::invalid_argument);
+  const std::string msg = message_of([] { Nadam(-2.0); });
+  EXPECT_TRUE(contains(msg, "Nadam")) << msg;
+  EXPECT_TRUE(contains(msg, "learning_rate")) << msg;
+  const OptimizerPtr opt = Adagrad(0.1);
+  EXPECT_THROW(opt->set_learning_rate(-0.5), std::invalid_argument);
+  EXPECT_THROW(opt->set_learning_rate(INFINITY), std::invalid_argument);
+  EXPECT_EQ(opt->learning_rate(), 0.1);
+}
+
+TEST(Optimizer, RejectsInvalidBaseOptions) {
+  EXPECT_THROW(SGD({.clipnorm = 1.0, .clipvalue = 0.5}), std::invalid_argument);
+  EXPECT_THROW(Adam({.clipnorm = 1.0, .global_clipnorm = 1.0}), std::invalid_argument);
+  EXPECT_THROW(Adam({.clipvalue = 1.0, .global_clipnorm = 1.0}), std::invalid_argument);
+  EXPECT_THROW(Adam({.clipnorm = 0.0}), std::invalid_argument);
+  EXPECT_THROW(Adam({.clipvalue = -1.0}), std::invalid_argument);
+  EXPECT_THROW(Adam({.weight_decay = -0.1}), std::invalid_argument);
+  EXPECT_THROW(AdamW({.weight_decay = -0.1}), std::invalid_argument);
+}
+
+TEST(Optimizer, UnknownVariableAfterTheFirstStep) {
+  auto p = make_problem(2);
+  const OptimizerPtr opt = Adam(0.1);
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  const VariablePtr stranger = make_variable("other/kernel", Tensor::zeros({3, 4}));
+  const std::string msg =
+      message_of([&] { opt->apply_gradients({stranger, p.variables[1]}, p.gradients[1]); });
+  EXPECT_TRUE(contains(msg, "'other/kernel'")) << msg;
+  EXPECT_EQ(opt->iterations(), 1);
+  // A subset of the known variables, in any order, is fine.
+  opt->apply_gradients({p.variables[1], p.variables[0]}, {p.gradients[1][1], p.gradients[1][0]});
+  EXPECT_EQ(opt->iterations(), 2);
+}
+
+TEST(Optimizer, UndefinedGradientLeavesItsVariableAlone) {
+  auto p = make_problem(1);
+  const std::vector<float> bias_before = p.variables[1]->value.to_vector();
+  const std::vector<float> kernel_before = p.variables[0]->value.to_vector();
+  const OptimizerPtr opt = SGD({.learning_rate = 0.1, .weight_decay = 0.5});
+  opt->apply_gradients(p.variables, {p.gradients[0][0], Tensor()});
+  expect_near(p.variables[1]->value, bias_before, 0.f, 0.f, "bias");
+  EXPECT_NE(p.variables[0]->value.to_vector(), kernel_before);
+  EXPECT_TRUE(contains(message_of([&] { opt->apply_gradients(p.variables, {Tensor(), Tensor()}); }),
+                       "no gradients"));
+}
+
+TEST(Optimizer, ClipnormScalesEachGradientByItsOwnNorm) {
+  auto p = make_problem(1);
+  // The bias gradient gets a norm below the limit, so only the kernel gradient is scaled.
+  const Tensor small = Tensor::full({5}, 0.01f);
+  const std::vector<float> w0 = p.variables[0]->value.to_vector(), b0 = p.variables[1]->value.to_vector();
+  const std::vector<float> g0 = p.gradients[0][0].to_vector();
+  const double c = 0.5;
+  ASSERT_GT(l2(g0), c);
+  const OptimizerPtr opt = SGD({.learning_rate = 1.0, .clipnorm = c});
+  opt->apply_gradients(p.variables, {p.gradients[0][0], small});
+  std::vector<float> want_w(w0.size()), want_b(b0.size());
+  for (std::size_t i = 0; i < w0.size(); ++i) want_w[i] = static_cast<float>(w0[i] - g0[i] * c / l2(g0));
+  for (std::size_t i = 0; i < b0.size(); ++i) want_b[i] = b0[i] - 0.01f;
+  expect_near(p.variables[0]->value, want_w, 1e-6f, 1e-6f, "kernel");
+  expect_near(p.variables[1]->value, want_b, 1e-7f, 1e-6f, "bias");
+  expect_near(p.gradients[0][0], g0, 0.f, 0.f, "the caller's gradient");
+}
+
+TEST(Optimizer, GlobalClipnormScalesAllGradientsTogether) {
+  auto p = make_problem(1);
+  const std::vector<float> w0 = p.variables[0]->value.to_vector(), b0 = p.variables[1]->value.to_vector();
+  const std::vector<float> gw = p.gradients[0][0].to_vector(), gb = p.gradients[0][1].to_vector();
+  const double norm = std::hypot(l2(gw), l2(gb));
+  const double c = 0.7;
+  ASSERT_GT(norm, c);
+  const OptimizerPtr opt = SGD({.learning_rate = 1.0, .global_clipnorm = c});
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  std::vector<float> want_w(w0.size()), want_b(b0.size());
+  for (std::size_t i = 0; i < w0.size(); ++i) want_w[i] = static_cast<float>(w0[i] - gw[i] * c / norm);
+  for (std::size_t i = 0; i < b0.size(); ++i) want_b[i] = static_cast<float>(b0[i] - gb[i] * c / norm);
+  expect_near(p.variables[0]->value, want_w, 1e-6f, 1e-6f, "kernel");
+  expect_near(p.variables[1]->value, want_b, 1e-6f, 1e-6f, "bias");
+  expect_near(p.gradients[0][0], gw, 0.f, 0.f, "the caller's gradient");
+}
+
+TEST(Optimizer, ClipvalueClampsElements) {
+  auto p = make_problem(1);
+  const std::vector<float> w0 = p.variables[0]->value.to_vector();
+  const std::vector<float> g0 = p.gradients[0][0].to_vector();
+  const OptimizerPtr opt = SGD({.learning_rate = 1.0, .clipvalue = 0.25});
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  std::vector<float> want(w0.size());
+  for (std::size_t i = 0; i < w0.size(); ++i) want[i] = w0[i] - std::clamp(g0[i], -0.25f, 0.25f);
+  expect_near(p.variables[0]->value, want, 1e-7f, 1e-6f, "kernel");
+  expect_near(p.gradients[0][0], g0, 0.f, 0.f, "the caller's gradient");
+}
+
+TEST(Optimizer, WeightDecayComesBeforeTheUpdateAndUsesTheCurrentRate) {
+  auto p = make_problem(2);
+  const auto schedule =
+      schedules::PiecewiseConstantDecay({.boundaries = {0}, .values = {0.1, 0.05}});  // 0.1 at step 0, then 0.05
+  const OptimizerPtr opt = SGD({.learning_rate = schedule, .weight_decay = 0.5});
+  for (int step = 0; step < 2; ++step) {
+    const double lr = step == 0 ? 0.1 : 0.05;
+    EXPECT_DOUBLE_EQ(opt->learning_rate(), lr);
+    const std::vector<float> w = p.variables[0]->value.to_vector(), g = p.gradients[step][0].to_vector();
+    opt->apply_gradients(p.variables, p.gradients[step]);
+    std::vector<float> want(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) want[i] = static_cast<float>(w[i] - w[i] * 0.5 * lr - lr * g[i]);
+    expect_near(p.variables[0]->value, want, 1e-7f, 1e-6f, "kernel, step " + std::to_string(step + 1));
+  }
+}
+
+TEST(Optimizer, LearningRateScheduleAndIterations) {
+  auto p = make_problem(3);
+  const OptimizerPtr opt =
+      Adam(schedules::ExponentialDecay({.initial_learning_rate = 0.8, .decay_steps = 1, .decay_rate = 0.5}));
+  EXPECT_DOUBLE_EQ(opt->learning_rate(), 0.8);
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  EXPECT_EQ(opt->iterations(), 1);
+  EXPECT_DOUBLE_EQ(opt->learning_rate(), 0.4);
+  EXPECT_TRUE(opt->get_config().at("learning_rate").is_map());
+  opt->set_iterations(3);
+  EXPECT_DOUBLE_EQ(opt->learning_rate(), 0.1);
+  // set_learning_rate turns the schedule into a constant (ReduceLROnPlateau).
+  opt->set_learning_rate(0.02);
+  opt->apply_gradients(p.variables, p.gradients[1]);
+  EXPECT_EQ(opt->iterations(), 4);
+  EXPECT_EQ(opt->learning_rate(), 0.02);
+  EXPECT_EQ(opt->get_config().at("learning_rate"), Config(0.02));
+}
+
+TEST(Optimizer, SlotsAreNamedAfterTheirVariables) {
+  auto p = make_problem(1);
+  const OptimizerPtr opt = Adam({.amsgrad = true});
+  EXPECT_TRUE(opt->variables().empty());
+  opt->build(p.variables);
+  EXPECT_TRUE(opt->built());
+  const std::vector<std::string> want = {"w/kernel/momentum", "w/kernel/velocity", "w/kernel/velocity_hat",
+                                         "w/bias/momentum",   "w/bias/velocity",   "w/bias/velocity_hat"};
+  ASSERT_EQ(opt->variables().size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Variable& s = *opt->variables()[i];
+    EXPECT_EQ(s.path, want[i]);
+    EXPECT_EQ(s.name, want[i]);
+    EXPECT_FALSE(s.trainable);
+    EXPECT_EQ(s.value.shape(), p.variables[i / 3]->value.shape());
+    expect_near(s.value, std::vector<float>(static_cast<std::size_t>(s.value.numel()), 0.f), 0.f, 0.f, s.path);
+  }
+  // build is idempotent; the first step uses the slots made by build.
+  const Variable* first = opt->variables()[0].get();
+  opt->build(p.variables);
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  EXPECT_EQ(opt->variables().size(), want.size());
+  EXPECT_EQ(opt->variables()[0].get(), first);
+}
+
+TEST(Optimizer, BuildRejectsRepeatedVariablesAndStaysUnbuilt) {
+  auto p = make_problem(1);
+  const OptimizerPtr opt = Adam();
+  EXPECT_THROW(opt->build({p.variables[0], p.variables[0]}), std::invalid_argument);
+  EXPECT_FALSE(opt->built());
+  EXPECT_TRUE(opt->variables().empty());
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  EXPECT_EQ(opt->variables().size(), 4u);
+}
+
+TEST(Optimizer, SteadyStateStepsDoNotAllocate) {
+  const std::vector<std::pair<std::string, std::function<OptimizerPtr()>>> cases = {
+      {"SGD", [] { return OptimizerPtr(SGD(0.1)); }},
+      {"SGD nesterov clipnorm", [] { return OptimizerPtr(SGD({.momentum = 0.9, .nesterov = true, .clipnorm = 0.5})); }},
+      {"Adam amsgrad global_clipnorm",
+       [] { return OptimizerPtr(Adam({.amsgrad = true, .weight_decay = 0.1, .global_clipnorm = 0.5})); }},
+      {"AdamW clipvalue", [] { return OptimizerPtr(AdamW({.clipvalue = 0.1})); }},
+      {"RMSprop centered momentum", [] { return OptimizerPtr(RMSprop({.momentum = 0.5, .centered = true})); }},
+      {"Adagrad", [] { return OptimizerPtr(Adagrad()); }},
+      {"Adadelta", [] { return OptimizerPtr(Adadelta()); }},
+      {"Adamax", [] { return OptimizerPtr(Adamax()); }},
+      {"Nadam schedule", [] {
+         return OptimizerPtr(Nadam(schedules::CosineDecay({.initial_learning_rate = 0.1, .decay_steps = 3})));
+       }},
+  };
+  Allocator& allocator = allocator_for(Device::cpu());
+  for (const auto& [name, make] : cases) {
+    auto p = make_problem(5);
+    const OptimizerPtr opt = make();
+    opt->apply_gradients(p.variables, p.gradients[0]);
+    const std::uint64_t after_first = allocator.stats().allocations;
+    for (int step = 1; step < 5; ++step) opt->apply_gradients(p.variables, p.gradients[step]);
+    EXPECT_EQ(allocator.stats().allocations, after_first) << name;
+  }
+}
+
+TEST(OptimizerFromConfig, BareNames) {
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"sgd", "SGD"},         {"adam", "Adam"},       {"adamw", "AdamW"}, {"rmsprop", "RMSprop"},
+      {"adagrad", "Adagrad"}, {"adadelta", "Adadelta"}, {"adamax", "Adamax"}, {"nadam", "Nadam"},
+      {"Adam", "Adam"},       {"RMSprop", "RMSprop"}};
+  for (const auto& [name, type] : names) {
+    const OptimizerPtr opt = optimizer_from_config(Config(name));
+    EXPECT_EQ(opt->type(), type) << name;
+  }
+  EXPECT_DOUBLE_EQ(optimizer_from_config(Config("sgd"))->learning_rate(), 0.01);
+  EXPECT_DOUBLE_EQ(optimizer_from_config(Config("adam"))->learning_rate(), 0.001);
+}
+
+TEST(OptimizerFromConfig, UnknownNameListsTheKnownOnes) {
+  const std::string msg = message_of([] { optimizer_from_config(Config("adamm")); });
+  EXPECT_TRUE(contains(msg, "'adamm'")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'adam'")) << msg;
+  for (const char* known : {"sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam"})
+    EXPECT_TRUE(contains(msg, known)) << msg;
+  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Lion"})")), ConfigError);
+  EXPECT_THROW(optimizer_from_config(Config(3)), ConfigError);
+}
+
+TEST(OptimizerFromConfig, UnknownArgumentSuggestsTheClosest) {
+  const std::string msg = message_of(
+      [] { optimizer_from_config(Config::parse_json(R"({"class_name": "Adam", "config": {"beta1": 0.8}})")); });
+  EXPECT_TRUE(contains(msg, "'beta1'")) << msg;
+  EXPECT_TRUE(contains(msg, "did you mean 'beta_1'")) << msg;
+  const std::string type_msg = message_of([] {
+    optimizer_from_config(Config::parse_json(R"({"class_name": "SGD", "config": {"momentum": "lots"}})"));
+  });
+  EXPECT_TRUE(contains(type_msg, "momentum")) << type_msg;
+  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "SGD", "config": {"momentum": 2.0}})")),
+               std::invalid_argument);
+}
+
+TEST(OptimizerFromConfig, RejectsKerasOptionsTowerLacks) {
+  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Adam", "config": {"use_ema": true}})")),
+               ConfigError);
+  EXPECT_THROW(optimizer_from_config(
+                   Config::parse_json(R"({"class_name": "Adam", "config": {"gradient_accumulation_steps": 4}})")),
+               ConfigError);
+  const OptimizerPtr ok = optimizer_from_config(Config::parse_json(
+      R"({"class_name": "Adam", "config": {"use_ema": false, "ema_momentum": 0.99, "loss_scale_factor": null}})"));
+  EXPECT_EQ(ok->type(), "Adam");
+}
+
+TEST(OptimizerFromConfig, SerializeRoundTripsEveryOptimizer) {
+  const auto schedule = schedules::PolynomialDecay({.initial_learning_rate = 0.1, .decay_steps = 10});
+  const std::vector<OptimizerPtr> all = {
+      SGD({.learning_rate = 0.2, .momentum = 0.5, .nesterov = true, .clipvalue = 1.0}),
+      Adam({.learning_rate = schedule, .beta_1 = 0.8, .amsgrad = true, .weight_decay = 0.01}),
+      AdamW({.learning_rate = 0.01, .weight_decay = 0.1, .global_clipnorm = 2.0}),
+      RMSprop({.rho = 0.8, .momentum = 0.1, .centered = true, .clipnorm = 1.0}),
+      Adagrad({.initial_accumulator_value = 0.3, .epsilon = 1e-5}),
+      Adadelta({.learning_rate = 1.0, .rho = 0.9}),
+      Adamax({.beta_2 = 0.99}),
+      Nadam({.learning_rate = 0.002, .epsilon = 1e-6}),
+  };
+  for (const OptimizerPtr& opt : all) {
+    const Config c = opt->serialize();
+    SCOPED_TRACE(c.to_json());
+    const OptimizerPtr back = optimizer_from_config(Config::parse_json(c.to_json()));
+    EXPECT_EQ(back->type(), opt->type());
+    EXPECT_EQ(back->serialize(), c);
+  }
+}
+
+}  // namespace
+}  // namespace tower::optimizers

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Reference values for Tower's losses and metrics, computed by Keras itself.
+
+Install and run (from the repository root; any machine, CPU only):
+
+    python3 -m pip install tensorflow-cpu keras          # Keras 3 on the TensorFlow backend
+    python3 tests/reference/make_loss_metric_fixtures.py  # rewrites tests/reference/losses_metrics/*.json
+
+losses.json holds one entry per case of LOSS_CASES: the loss ({"class_name", "config"}, exactly the kwargs given to
+the Keras class, which Tower reads with the same keys), y_true, y_pred and a sample weight per example, and what
+Keras computes from them:
+
+    per_example     loss(y_true, y_pred) with reduction=None
+    loss            the sum_over_batch_size reduction (sum / number of per-example values)
+    weighted_loss   the same with sample_weight
+    grad            d loss / d y_pred (tf.GradientTape)
+    weighted_grad   d weighted_loss / d y_pred
+
+metrics.json holds one entry per case of METRIC_CASES: the metric ({"class_name", "config"}), two batches (y_true,
+y_pred, sample_weight; for Mean "values" and sample_weight) and
+
+    result           result() after update_state on both batches without sample weights
+    weighted_result  result() of a fresh metric after update_state on both batches with their sample weights
+
+Tensors are {"shape", "dtype", "data"}, data flattened row-major; floats are the shortest decimal strings that read
+back as the same float32. The C++ tests tests/losses/keras_losses_test.cpp and tests/metrics/keras_metrics_test.cpp
+read these files.
+"""
+import json
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "losses_metrics")
+
+
+def f32(v):
+    # numpy prints the shortest string that reads back as the same float32.
+    x = np.float32(v)
+    if not np.isfinite(x):
+        raise ValueError(f"non-finite value {x}")
+    return float(str(x))
+
+
+def tensor_json(a, dtype="float32"):
+    a = np.asarray(a)
+    if dtype == "int32":
+        data = [int(v) for v in a.reshape(-1)]
+    else:
+        data = [f32(v) for v in a.astype(np.float32).reshape(-1)]
+    return {"shape": list(a.shape), "dtype": dtype, "data": data}
+
+
+def arr(values, dtype=np.float32):
+    return np.array(values, dtype=dtype)
+
+
+def rng_probs(seed, shape):
+    """Rows of positive values that sum to 1 (a softmax of seeded uniform logits)."""
+    z = np.random.default_rng(seed).uniform(-2.0, 2.0, size=shape)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def rng_uniform(seed, shape, low=-1.0, high=1.0):
+    return np.random.default_rng(seed).uniform(low, high, size=shape).astype(np.float32)
+
+
+def loss_case(name, class_name, config, y_true, y_pred, sample_weight, y_true_dtype="float32"):
+    return dict(name=name, class_name=class_name, config=config, y_true=y_true, y_pred=y_pred,
+                sample_weight=sample_weight, y_true_dtype=y_true_dtype)
+
+
+# One weight per example. Keras multiplies per-example values [N, ...] by the weights after squeezing or expanding
+# the trailing axis, so the rank-3 cases pass [N, 1] (Tower's training loop broadcasts [N] over the positions).
+W4 = arr([1.0, 0.5, 2.0, 0.0])
+W3 = arr([0.25, 1.5, 1.0])
+
+# Probabilities that sum to 1 per row, with a row that puts exactly 0 on its label and one that puts exactly 1 there.
+PROBS = rng_probs(1, (4, 3))
+PROBS_CLIPPED = arr([[0.0, 0.3, 0.7], [0.2, 0.5, 0.3], [1.0, 0.0, 0.0], [0.1, 0.6, 0.3]])
+ONE_HOT = arr([[1, 0, 0], [0, 0, 1], [1, 0, 0], [0, 1, 0]])
+LABELS = arr([0, 2, 0, 1], np.int32)
+
+LOSS_CASES = [
+    # SparseCategoricalCrossentropy
+    loss_case("SCCE_probs", "SparseCategoricalCrossentropy", {}, LABELS, PROBS, W4, "int32"),
+    loss_case("SCCE_probs_float_labels", "SparseCategoricalCrossentropy", {}, LABELS.astype(np.float32), PROBS, W4),
+    loss_case("SCCE_probs_clipped", "SparseCategoricalCrossentropy", {}, LABELS, PROBS_CLIPPED, W4, "int32"),
+    loss_case("SCCE_probs_unnormalized", "SparseCategoricalCrossentropy", {}, LABELS,
+              rng_uniform(2, (4, 3), 0.05, 0.6), W4, "int32"),
+    loss_case("SCCE_logits", "SparseCategoricalCrossentropy", {"from_logits": True}, LABELS,
+              rng_uniform(3, (4, 3), -3, 3), W4, "int32"),
+    loss_case("SCCE_labels_with_trailing_one", "SparseCategoricalCrossentropy", {}, LABELS.reshape(4, 1), PROBS, W4,
+              "int32"),
+    loss_case("SCCE_rank3_logits", "SparseCategoricalCrossentropy", {"from_logits": True},
+              arr([[0, 3, 1], [2, 2, 0]], np.int32), rng_uniform(4, (2, 3, 4), -2, 2), W4[:2].reshape(2, 1), "int32"),
+    # CategoricalCrossentropy
+    loss_case("CCE_probs", "CategoricalCrossentropy", {}, ONE_HOT, PROBS, W4),
+    loss_case("CCE_probs_clipped", "CategoricalCrossentropy", {}, ONE_HOT, PROBS_CLIPPED, W4),
+    loss_case("CCE_probs_unnormalized", "CategoricalCrossentropy", {}, ONE_HOT, rng_uniform(5, (4, 3), 0.05, 0.6),
+              W4),
+    loss_case("CCE_soft_labels", "CategoricalCrossentropy", {}, rng_probs(6, (4, 3)), PROBS, W4),
+    loss_case("CCE_label_smoothing", "CategoricalCrossentropy", {"label_smoothing": 0.2}, ONE_HOT, PROBS, W4),
+    loss_case("CCE_logits", "CategoricalCrossentropy", {"from_logits": True}, ONE_HOT, rng_uniform(7, (4, 3), -3, 3),
+              W4),
+    loss_case("CCE_logits_label_smoothing", "CategoricalCrossentropy", {"from_logits": True, "label_smoothing": 0.1},
+              ONE_HOT, rng_uniform(8, (4, 3), -3, 3), W4),
+    # BinaryCrossentropy
+    loss_case("BCE_probs", "BinaryCrossentropy", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(9, (4, 3), 0.05, 0.95), W4),
+    loss_case("BCE_probs_clipped", "BinaryCrossentropy", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              arr([[0.0, 0.2, 1.0], [1.0, 0.0, 0.4], [0.9, 0.6, 0.1], [0.3, 0.0, 0.5]]), W4),
+    loss_case("BCE_logits", "BinaryCrossentropy", {"from_logits": True},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(10, (4, 3), -4, 4), W4),
+    loss_case("BCE_label_smoothing", "BinaryCrossentropy", {"label_smoothing": 0.1},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(11, (4, 3), 0.05, 0.95), W4),
+    loss_case("BCE_logits_label_smoothing", "BinaryCrossentropy", {"from_logits": True, "label_smoothing": 0.2},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(12, (4, 3), -4, 4), W4),
+    loss_case("BCE_labels_without_trailing_one", "BinaryCrossentropy", {}, arr([1, 0, 0, 1]),
+              arr([[0.8], [0.3], [0.6], [0.1]]), W4),
+    # Regression
+    loss_case("MSE", "MeanSquaredError", {}, rng_uniform(13, (4, 3)), rng_uniform(14, (4, 3)), W4),
+    loss_case("MSE_rank3", "MeanSquaredError", {}, rng_uniform(15, (2, 3, 2)), rng_uniform(16, (2, 3, 2)),
+              W4[:2].reshape(2, 1)),
+    loss_case("MAE", "MeanAbsoluteError", {}, rng_uniform(17, (4, 3)), rng_uniform(18, (4, 3)), W4),
+    loss_case("Huber", "Huber", {}, rng_uniform(19, (4, 3), -2, 2), rng_uniform(20, (4, 3), -2, 2), W4),
+    loss_case("Huber_delta_0_5", "Huber", {"delta": 0.5}, rng_uniform(21, (4, 3), -1, 1),
+              rng_uniform(22, (4, 3), -1, 1), W4),
+    loss_case("KLD", "KLDivergence", {}, rng_probs(23, (4, 3)), PROBS, W4),
+    loss_case("KLD_clipped", "KLDivergence", {}, arr([[0.0, 0.4, 0.6], [0.2, 0.5, 0.3], [1.0, 0.0, 0.0],
+                                                      [0.1, 0.6, 0.3]]), PROBS_CLIPPED, W4),
+]
+
+
+def make_loss_case(c):
+    cls = getattr(keras.losses, c["class_name"])
+    y_true = tf.constant(c["y_true"])
+    y_pred = tf.constant(c["y_pred"])
+    sw = tf.constant(c["sample_weight"])
+    per_example = cls(reduction=None, **c["config"])(y_true, y_pred)
+    loss_fn = cls(**c["config"])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(y_pred)
+        loss = loss_fn(y_true, y_pred)
+        weighted = loss_fn(y_true, y_pred, sample_weight=sw)
+    grad = tape.gradient(loss, y_pred)
+    weighted_grad = tape.gradient(weighted, y_pred)
+    del tape
+    return {
+        "name": c["name"],
+        "loss_config": {"class_name": c["class_name"], "config": c["config"]},
+        "y_true": tensor_json(c["y_true"], c["y_true_dtype"]),
+        "y_pred": tensor_json(c["y_pred"]),
+        "sample_weight": tensor_json(c["sample_weight"]),
+        "per_example": tensor_json(per_example.numpy()),
+        "loss": f32(loss.numpy()),
+        "weighted_loss": f32(weighted.numpy()),
+        "grad": tensor_json(grad.numpy()),
+        "weighted_grad": tensor_json(weighted_grad.numpy()),
+    }
+
+
+def batch(y_true, y_pred, sample_weight, y_true_dtype="float32"):
+    return dict(y_true=y_true, y_pred=y_pred, sample_weight=sample_weight, y_true_dtype=y_true_dtype)
+
+
+def metric_case(name, class_name, config, batches):
+    return dict(name=name, class_name=class_name, config=config, batches=batches)
+
+
+# Scores on a grid of odd multiples of 1/400 (plus a few outside [0, 1]), so none lies on one of AUC's 200
+# thresholds i/199 or on a threshold of Precision/Recall: float32 rounding cannot move a score across one.
+def scores(seed, shape):
+    rng = np.random.default_rng(seed)
+    return ((2 * rng.integers(0, 200, size=shape) + 1) / 400.0).astype(np.float32)
+
+
+BIN_TRUE_1 = arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 0, 0]])
+BIN_TRUE_2 = arr([[0, 1, 1], [1, 0, 0], [0, 0, 0]])
+SW5 = arr([1.0, 0.5, 2.0, 0.0, 1.5])
+SW3 = arr([0.25, 1.5, 1.0])
+CAT_TRUE_1 = arr([[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1], [0, 1, 0, 0]])
+CAT_TRUE_2 = arr([[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+# Row 2 of batch 1 ties classes 1 and 3 at the top: argmax takes class 1, in_top_k counts both.
+CAT_PRED_1 = arr([[0.1, 0.2, 0.6, 0.1], [0.3, 0.4, 0.2, 0.1], [0.1, 0.4, 0.1, 0.4], [0.5, 0.1, 0.1, 0.3],
+                  [0.25, 0.2, 0.3, 0.25]])
+CAT_PRED_2 = arr([[0.2, 0.5, 0.2, 0.1], [0.05, 0.15, 0.7, 0.1], [0.4, 0.3, 0.2, 0.1]])
+SPARSE_1 = arr([2, 0, 1, 3, 1], np.int32)
+SPARSE_2 = arr([0, 2, 3], np.int32)
+
+
+def categorical_batches(sparse=False, trailing_one=False):
+    if not sparse:
+        return [batch(CAT_TRUE_1, CAT_PRED_1, SW5), batch(CAT_TRUE_2, CAT_PRED_2, SW3)]
+    l1, l2 = (SPARSE_1.reshape(-1, 1), SPARSE_2.reshape(-1, 1)) if trailing_one else (SPARSE_1, SPARSE_2)
+    return [batch(l1, CAT_PRED_1, SW5, "int32"), batch(l2, CAT_PRED_2, SW3, "int32")]
+
+
+def binary_batches(logits=False):
+    p1, p2 = scores(31, (5, 3)), scores(32, (3, 3))
+    if logits:
+        p1, p2 = (rng_uniform(33, (5, 3), -3, 3), rng_uniform(34, (3, 3), -3, 3))
+    return [batch(BIN_TRUE_1, p1, SW5), batch(BIN_TRUE_2, p2, SW3)]
+
+
+METRIC_CASES = [
+    metric_case("Mean", "Mean", {}, [dict(values=arr([1.0, 3.0, 5.0, 7.0, -2.0]), sample_weight=SW5),
+                                     dict(values=arr([[2.0, 4.0], [0.5, 1.5], [-1.0, 3.0]]), sample_weight=SW3)]),
+    metric_case("Accuracy", "Accuracy", {},
+                [batch(arr([[1], [2], [3], [4], [5]]), arr([[1], [2], [0], [4], [1]]), SW5),
+                 batch(arr([[0], [2], [2]]), arr([[0], [1], [2]]), SW3)]),
+    metric_case("BinaryAccuracy", "BinaryAccuracy", {}, binary_batches()),
+    metric_case("BinaryAccuracy_threshold", "BinaryAccuracy", {"threshold": 0.7}, binary_batches()),
+    metric_case("CategoricalAccuracy", "CategoricalAccuracy", {}, categorical_batches()),
+    metric_case("SparseCategoricalAccuracy", "SparseCategoricalAccuracy", {}, categorical_batches(sparse=True)),
+    metric_case("SparseCategoricalAccuracy_trailing_one", "SparseCategoricalAccuracy", {},
+                categorical_batches(sparse=True, trailing_one=True)),
+    metric_case("TopKCategoricalAccuracy_k1", "TopKCategoricalAccuracy", {"k": 1}, categorical_batches()),
+    metric_case("TopKCategoricalAccuracy_k2", "TopKCategoricalAccuracy", {"k": 2}, categorical_batches()),
+    metric_case("TopKCategoricalAccuracy_default", "TopKCategoricalAccuracy", {}, categorical_batches()),
+    metric_case("SparseTopKCategoricalAccuracy_k2", "SparseTopKCategoricalAccuracy", {"k": 2},
+                categorical_batches(sparse=True)),
+    metric_case("Precision", "Precision", {}, binary_batches()),
+    metric_case("Precision_threshold", "Precision", {"thresholds": 0.3}, binary_batches()),
+    metric_case("Precision_top_k", "Precision", {"top_k": 2}, binary_batches()),
+    metric_case("Precision_class_id", "Precision", {"class_id": 1}, binary_batches()),
+    metric_case("Recall", "Recall", {}, binary_batches()),
+    metric_case("Recall_threshold", "Recall", {"thresholds": 0.7}, binary_batches()),
+    metric_case("Recall_top_k_class_id", "Recall", {"top_k": 1, "class_id": 2}, binary_batches()),
+    metric_case("AUC", "AUC", {}, binary_batches()),
+    metric_case("AUC_PR", "AUC", {"curve": "PR"}, binary_batches()),
+    metric_case("AUC_ROC_minoring", "AUC", {"summation_method": "minoring"}, binary_batches()),
+    metric_case("AUC_PR_majoring", "AUC", {"curve": "PR", "summation_method": "majoring"}, binary_batches()),
+    metric_case("AUC_few_thresholds", "AUC", {"num_thresholds": 7}, binary_batches()),
+    metric_case("AUC_from_logits", "AUC", {"from_logits": True}, binary_batches(logits=True)),
+    metric_case("MeanSquaredError", "MeanSquaredError", {},
+                [batch(rng_uniform(41, (5, 3)), rng_uniform(42, (5, 3)), SW5),
+                 batch(rng_uniform(43, (3, 3)), rng_uniform(44, (3, 3)), SW3)]),
+    metric_case("MeanAbsoluteError", "MeanAbsoluteError", {},
+                [batch(rng_uniform(45, (5, 3)), rng_uniform(46, (5, 3)), SW5),
+                 batch(rng_uniform(47, (3, 3)), rng_uniform(48, (3, 3)), SW3)]),
+]
+
+
+def make_metric_case(c):
+    cls = getattr(keras.metrics, c["class_name"])
+    plain, weighted = cls(**c["config"]), cls(**c["config"])
+    batches = []
+    for b in c["batches"]:
+        sw = tf.constant(b["sample_weight"])
+        if c["class_name"] == "Mean":
+            plain.update_state(tf.constant(b["values"]))
+            weighted.update_state(tf.constant(b["values"]), sample_weight=sw)
+            batches.append({"values": tensor_json(b["values"]), "sample_weight": tensor_json(b["sample_weight"])})
+            continue
+        y_true, y_pred = tf.constant(b["y_true"]), tf.constant(b["y_pred"])
+        plain.update_state(y_true, y_pred)
+        weighted.update_state(y_true, y_pred, sample_weight=sw)
+        batches.append({"y_true": tensor_json(b["y_true"], b["y_true_dtype"]), "y_pred": tensor_json(b["y_pred"]),
+                        "sample_weight": tensor_json(b["sample_weight"])})
+    return {
+        "name": c["name"],
+        "metric_config": {"class_name": c["class_name"], "config": c["config"]},
+        "batches": batches,
+        "result": float(plain.result().numpy()),
+        "weighted_result": float(weighted.result().numpy()),
+    }
+
+
+def dump(v, indent=0):
+    """JSON with one key per line and lists of numbers on one line."""
+    pad = "  " * indent
+    if isinstance(v, dict) and v:
+        items = [f'{pad}  {json.dumps(k)}: {dump(x, indent + 1)}' for k, x in v.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(v, list) and v and isinstance(v[0], dict):
+        return "[\n" + ",\n".join(pad + "  " + dump(x, indent + 1) for x in v) + "\n" + pad + "]"
+    return json.dumps(v)
+
+
+def write(name, cases):
+    names = [c["name"] for c in cases]
+    assert len(names) == len(set(names)), "duplicate case names"
+    doc = {"keras_version": keras.__version__, "tensorflow_version": tf.__version__, "cases": cases}
+    text = dump(doc) + "\n"
+    json.loads(text)
+    path = os.path.join(OUT_DIR, name)
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"{path}: {len(cases)} cases, {len(text)} bytes")
+
+
+def main():
+    os.makedirs(OUT_DIR, exist_ok=True)
+    write("losses.json", [make_loss_case(c) for c in LOSS_CASES])
+    write("metrics.json", [make_metric_case(c) for c in METRIC_CASES])
+
+
+if __name__ == "__main__":
+    main()
