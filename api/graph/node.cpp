@@ -23,6 +23,12 @@ std::string SymbolicTensor::name() const {
   return node_->num_outputs() == 1 ? n : n + "[" + std::to_string(index_) + "]";
 }
 
+SymbolicTensors::operator SymbolicTensor() const {
+  if (size() != 1)
+    throw std::logic_error("a layer call with " + std::to_string(size()) + " outputs used as one tensor; index it");
+  return front();
+}
+
 Node::Node(std::shared_ptr<Layer> layer, std::vector<SymbolicTensor> inputs, std::vector<Shape> output_shapes)
     : layer_(std::move(layer)), inputs_(std::move(inputs)), output_shapes_(std::move(output_shapes)),
       id_(next_node_id++) {}

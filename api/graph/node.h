@@ -35,6 +35,17 @@ class SymbolicTensor {
   int index_ = 0;
 };
 
+// What calling a layer on a list returns: the layer's outputs. A single-output result converts to its one
+// tensor, so `auto y = layers::Add()({a, b}); layers::Dense({.units = 4})(y);` reads as in Keras.
+class SymbolicTensors : public std::vector<SymbolicTensor> {
+ public:
+  using std::vector<SymbolicTensor>::vector;
+  SymbolicTensors(std::vector<SymbolicTensor> v) : std::vector<SymbolicTensor>(std::move(v)) {}
+  // Throws std::logic_error when there is not exactly one tensor.
+  operator SymbolicTensor() const;
+  const Shape& shape() const { return static_cast<SymbolicTensor>(*this).shape(); }
+};
+
 class Node {
  public:
   Node(std::shared_ptr<Layer> layer, std::vector<SymbolicTensor> inputs, std::vector<Shape> output_shapes);

@@ -67,12 +67,12 @@ void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
 }
 
 SymbolicTensor Layer::operator()(const SymbolicTensor& input) {
-  std::vector<SymbolicTensor> out = (*this)(std::vector<SymbolicTensor>{input});
+  SymbolicTensors out = (*this)(std::vector<SymbolicTensor>{input});
   if (out.size() != 1) shape_error("has " + std::to_string(out.size()) + " outputs; call it with a list");
   return out[0];
 }
 
-std::vector<SymbolicTensor> Layer::operator()(const std::vector<SymbolicTensor>& inputs) {
+SymbolicTensors Layer::operator()(const std::vector<SymbolicTensor>& inputs) {
   std::vector<Shape> shapes;
   for (const SymbolicTensor& t : inputs) {
     if (!t.defined()) shape_error("called on an undefined tensor");
@@ -89,7 +89,7 @@ std::vector<SymbolicTensor> Layer::operator()(const std::vector<SymbolicTensor>&
     throw std::logic_error(where() + "a layer must be owned by a shared_ptr (use its handle type) to be called");
   }
   auto node = std::make_shared<Node>(self, inputs, out_shapes);
-  std::vector<SymbolicTensor> outputs;
+  SymbolicTensors outputs;
   for (int i = 0; i < node->num_outputs(); ++i) outputs.emplace_back(node, i);
   return outputs;
 }

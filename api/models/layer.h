@@ -94,7 +94,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
   // Records a node; builds the layer on its first call. Throws ShapeError for inputs that do not fit.
   SymbolicTensor operator()(const SymbolicTensor& input);
-  std::vector<SymbolicTensor> operator()(const std::vector<SymbolicTensor>& inputs);
+  SymbolicTensors operator()(const std::vector<SymbolicTensor>& inputs);
 
   // Builds the layer for inputs of these shapes (batch dimension -1) unless it is built already.
   void ensure_built(const std::vector<Shape>& input_shapes);
@@ -168,7 +168,7 @@ class LayerHolder {
   explicit LayerHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
   SymbolicTensor operator()(const SymbolicTensor& x) const { return (*impl_)(x); }
-  std::vector<SymbolicTensor> operator()(const std::vector<SymbolicTensor>& xs) const { return (*impl_)(xs); }
+  SymbolicTensors operator()(const std::vector<SymbolicTensor>& xs) const { return (*impl_)(xs); }
   Impl* operator->() const { return impl_.get(); }
   Impl& operator*() const { return *impl_; }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }

@@ -125,7 +125,7 @@ class Model {
 
   const std::string& name() const { return impl_->name(); }
   SymbolicTensor operator()(const SymbolicTensor& x) const { return (*impl_)(x); }
-  std::vector<SymbolicTensor> operator()(const std::vector<SymbolicTensor>& xs) const { return (*impl_)(xs); }
+  SymbolicTensors operator()(const std::vector<SymbolicTensor>& xs) const { return (*impl_)(xs); }
   const std::vector<SymbolicTensor>& inputs() const { return impl_->inputs(); }
   const std::vector<SymbolicTensor>& outputs() const { return impl_->outputs(); }
   std::vector<LayerPtr> layers() const { return impl_->layers(); }

@@ -139,3 +139,65 @@ TEST(Model, ConfigListsLayersAndTheirInboundNodes) {
 
 }  // namespace
 }  // namespace tower
+
+namespace tower {
+namespace {
+
+TEST(Model, SummaryOfKerasSimpleMnistConvnet) {
+  // keras.io's "Simple MNIST convnet": Keras reports 34,826 parameters.
+  clear_session();
+  Sequential model({InputLayer({.shape = {28, 28, 1}}),
+                    layers::Conv2D({.filters = 32, .kernel_size = 3, .activation = "relu"}),
+                    layers::MaxPooling2D({.pool_size = 2}),
+                    layers::Conv2D({.filters = 64, .kernel_size = 3, .activation = "relu"}),
+                    layers::MaxPooling2D({.pool_size = 2}), layers::Flatten(), layers::Dropout({.rate = 0.5}),
+                    layers::Dense({.units = 10, .activation = "softmax"})});
+  EXPECT_EQ(model.count_params(), 34826);
+  const std::string text = model.summary_string();
+  for (const char* row : {"conv2d (Conv2D)", "(None, 26, 26, 32)", "320", "(None, 13, 13, 32)", "18,496",
+                          "(None, 5, 5, 64)", "(None, 1600)", "16,010", "Total params: 34,826 (136.04 KB)",
+                          "Trainable params: 34,826 (136.04 KB)"})
+    EXPECT_NE(text.find(row), std::string::npos) << row << "\n" << text;
+}
+
+TEST(Model, AddOfUnequalShapesNamesTheLayerAndBothShapes) {
+  auto a = Input({4});
+  auto b = Input({5});
+  try {
+    layers::Add({.name = "sum"})({a, b});
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'sum'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(None, 4)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(None, 5)"), std::string::npos) << msg;
+  }
+}
+
+TEST(Model, ConcatenateOnAWrongAxisNamesTheAxisAndShapes) {
+  auto a = Input({4, 3});
+  auto b = Input({5, 3});
+  try {
+    layers::Concatenate({.axis = -1, .name = "cat"})({a, b});
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'cat'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(None, 4, 3)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(None, 5, 3)"), std::string::npos) << msg;
+  }
+  EXPECT_NO_THROW(layers::Concatenate({.axis = 1})({a, b}));
+}
+
+TEST(Model, ResidualConvnetTrainsEndToEndGradients) {
+  auto x = Input({6, 6, 2});
+  auto h = layers::Conv2D({.filters = 3, .kernel_size = 3, .padding = "same", .activation = "tanh"})(x);
+  auto r = layers::Conv2D({.filters = 3, .kernel_size = 3, .padding = "same"})(h);
+  auto y = layers::Add()({h, r});
+  auto out = layers::Dense({.units = 2})(layers::GlobalAveragePooling2D()(y));
+  Model m(x, out, "residual");
+  testing::check_gradients(m, {testing::random_tensor({2, 6, 6, 2}, 9)});
+}
+
+}  // namespace
+}  // namespace tower

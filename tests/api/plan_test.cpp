@@ -32,7 +32,7 @@ TEST(Plan, GradientsThroughFanOutAndSharedLayers) {
 
 TEST(Plan, NestedModelIsInlinedAndDifferentiated) {
   auto x = Input({6});
-  auto inner_out = Dense({.units = 4, .activation = "relu"})(Dense({.units = 5, .activation = "tanh"})(x));
+  auto inner_out = Dense({.units = 4, .activation = "swish"})(Dense({.units = 5, .activation = "tanh"})(x));
   Model inner(x, inner_out, "inner");
   auto y = Input({6});
   auto z = Dense({.units = 2})(inner(y));

@@ -152,3 +152,20 @@ void expect_near(const Tensor& actual, const Tensor& expected, float atol, float
 }
 
 }  // namespace tower::testing
+
+namespace tower::testing {
+namespace {
+
+// Every test starts from the same global seed, so weights drawn by initializers (and so every finite-difference
+// check) do not depend on which tests ran before or on --gtest_filter.
+class SeedEachTest : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo&) override { set_random_seed(20261122); }
+};
+
+const bool seed_listener_installed = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new SeedEachTest);
+  return true;
+}();
+
+}  // namespace
+}  // namespace tower::testing

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Tower vs PyTorch vs Keras (TensorFlow) training on the real Fashion-MNIST, CPU, same thread count, one run.
+# Usage: bench/train.sh [build dir] [epochs]
+set -euo pipefail
+build=${1:-build}
+epochs=${2:-2}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+here=$(dirname "$0")
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, threads=$OMP_NUM_THREADS, epochs=$epochs, batch=128, $(date -u +%F)"
+results=""
+for model in mlp convnet; do
+  results+=$("$build/bin/bench_train" "$model" "$epochs")$'\n'
+  results+=$(python3 "$here/train_reference.py" torch "$model" "$epochs")$'\n'
+  results+=$(python3 "$here/train_reference.py" keras "$model" "$epochs" 2>/dev/null)$'\n'
+done
+python3 - "$results" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+by = {(r["model"], r["framework"]): r for r in rows}
+print(f"{'model':8s} {'framework':9s} {'examples/s':>11s} {'test acc':>9s} {'tower speedup':>14s}")
+for (model, fw), r in by.items():
+    speed = by[(model, "tower")]["examples_per_sec"] / r["examples_per_sec"]
+    print(f"{model:8s} {fw:9s} {r['examples_per_sec']:11.0f} {r['test_accuracy']:9.4f} {speed:13.2f}x")
+PY
