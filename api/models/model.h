@@ -11,6 +11,7 @@
 #include "api/callbacks/history.h"
 #include "api/data/dataset.h"
 #include "api/graph/plan.h"
+#include "api/io/weights_file.h"
 #include "api/models/input_layer.h"
 #include "api/models/layer.h"
 #include "api/models/trainer.h"
@@ -73,6 +74,8 @@ class ModelImpl : public Layer {
   // Weights are matched by position; a count or shape mismatch throws, naming the file, the weight and both
   // shapes, and leaves the model's weights unchanged.
   void load_weights(const std::string& path);
+  // load_weights from an already read file (`path` names it in errors).
+  void assign_weights(const io::WeightsFile& file, const std::string& path);
 
  protected:
   // For subclasses that make their graph later (Sequential).

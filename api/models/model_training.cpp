@@ -121,8 +121,9 @@ void ModelImpl::save_weights(const std::string& path) const {
   io::write_weights_file(path, named, extra);
 }
 
-void ModelImpl::load_weights(const std::string& path) {
-  const io::WeightsFile file = io::read_weights_file(path);
+void ModelImpl::load_weights(const std::string& path) { assign_weights(io::read_weights_file(path), path); }
+
+void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& path) {
   const std::vector<VariablePtr> ws = weights();
   if (file.weights.size() != ws.size())
     throw std::invalid_argument("weights file '" + path + "' holds " + std::to_string(file.weights.size()) +
@@ -322,7 +323,7 @@ Model Model::load(const std::string& path) {
   if (!file.extra.contains("model"))
     throw std::invalid_argument("'" + path + "' holds weights only (save_weights); load it with load_weights()");
   Model m(model_from_config(file.extra.at("model")));
-  m.load_weights(path);
+  m->assign_weights(file, path);
   return m;
 }
 
