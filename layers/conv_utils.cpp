@@ -25,9 +25,15 @@ std::string size2(const Size2& s) {
   return text + ")";
 }
 
-backend::Conv2DOp& ensure_op(ConvState& st, const Tensor& x, const ConvGeometry& g) {
+// Plain ReLU runs inside the convolution rather than as another pass over its output.
+bool fuses(const activations::Activation& act) { return act.name() == "relu"; }
+
+backend::Conv2DOp& ensure_op(ConvState& st, const Tensor& x, const ConvGeometry& g,
+                             const activations::Activation& act) {
   if (!st.op || st.input_shape != x.shape() || !(st.device == x.device())) {
-    st.op = backend::get(x.device()).make_conv2d(conv2d_params(x.shape(), g));
+    backend::Conv2DParams p = conv2d_params(x.shape(), g);
+    p.relu = fuses(act);
+    st.op = backend::get(x.device()).make_conv2d(p);
     st.input_shape = x.shape();
     st.device = x.device();
   }
@@ -137,9 +143,9 @@ void conv2d_forward(const ForwardContext& ctx, const ConvGeometry& g, const Tens
     ensure_scratch(st.pre, y);
     z = st.pre;
   }
-  ensure_op(st, x, g).forward(x.data<float>(), kernel.data<float>(), bias ? bias->data<float>() : nullptr,
-                              z.data<float>());
-  if (!act.is_linear()) act.forward(z, y);
+  ensure_op(st, x, g, act).forward(x.data<float>(), kernel.data<float>(), bias ? bias->data<float>() : nullptr,
+                                   z.data<float>());
+  if (!act.is_linear() && !fuses(act)) act.forward(z, y);
 }
 
 void conv2d_backward(const BackwardContext& ctx, const ConvGeometry& g, const Tensor& kernel, bool has_bias,
@@ -154,7 +160,7 @@ void conv2d_backward(const BackwardContext& ctx, const ConvGeometry& g, const Te
     act.backward(act.output_suffices() ? y : st.pre, y, dy, st.dz);
     dz = st.dz;
   }
-  backend::Conv2DOp& op = ensure_op(st, x, g);
+  backend::Conv2DOp& op = ensure_op(st, x, g, act);
   if (!ctx.weight_grads.empty())
     op.backward_weights(x.data<float>(), dz.data<float>(), ctx.weight_grads[0].data<float>(),
                         has_bias ? ctx.weight_grads[1].data<float>() : nullptr);

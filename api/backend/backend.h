@@ -27,12 +27,14 @@ struct Conv2DParams {
   int dilation_h = 1, dilation_w = 1;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   int groups = 1;
+  bool relu = false;  // forward also applies max(y, 0), fused into the convolution
 };
 
 class Conv2DOp {
  public:
   virtual ~Conv2DOp() = default;
-  // y[N, out_h, out_w, out_c] = conv(x[N, in_h, in_w, in_c], w) + bias (bias may be null).
+  // y[N, out_h, out_w, out_c] = conv(x[N, in_h, in_w, in_c], w) + bias (bias may be null), then ReLU when
+  // the op was made with relu.
   virtual void forward(const float* x, const float* w, const float* bias, float* y) = 0;
   // dx = conv_transpose(dy, w). Overwrites dx.
   virtual void backward_data(const float* dy, const float* w, float* dx) = 0;

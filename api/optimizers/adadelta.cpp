@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
@@ -12,15 +14,14 @@ struct AdadeltaStep {
 
 void adadelta_update(const AdadeltaStep& s, float* var, const float* g, float* accumulated_grad,
                      float* accumulated_delta, Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
+  backend::cpu::elementwise(n, [=](Index i) {
     const float gi = g[i];
     accumulated_grad[i] = s.rho * accumulated_grad[i] + s.one_minus_rho * (gi * gi);
     const float delta =
         -((std::sqrt(accumulated_delta[i] + s.epsilon) * gi) / std::sqrt(accumulated_grad[i] + s.epsilon));
     accumulated_delta[i] = s.rho * accumulated_delta[i] + s.one_minus_rho * (delta * delta);
     var[i] += s.lr * delta;
-  }
+  });
 }
 
 }  // namespace

@@ -2,17 +2,18 @@
 
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
 
 void adagrad_update(float lr, float epsilon, float* var, const float* g, float* accumulator, Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
+  backend::cpu::elementwise(n, [=](Index i) {
     const float gi = g[i];
     accumulator[i] += gi * gi;
     var[i] -= (lr * gi) / std::sqrt(accumulator[i] + epsilon);
-  }
+  });
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
@@ -13,22 +15,6 @@ struct AdamStep {
   float one_minus_beta_2;
   float epsilon;
 };
-
-// The whole Adam update of one variable; v_hat is null without amsgrad.
-void adam_update(const AdamStep& s, float* var, const float* g, float* m, float* v, float* v_hat, Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
-    const float gi = g[i];
-    m[i] += (gi - m[i]) * s.one_minus_beta_1;
-    v[i] += (gi * gi - v[i]) * s.one_minus_beta_2;
-    float second = v[i];
-    if (v_hat) {
-      v_hat[i] = std::max(v_hat[i], v[i]);
-      second = v_hat[i];
-    }
-    var[i] -= (m[i] * s.alpha) / (std::sqrt(second) + s.epsilon);
-  }
-}
 
 }  // namespace
 
@@ -55,9 +41,29 @@ void AdamImpl::update_step(std::size_t index, Tensor& variable, const Tensor& gr
   const AdamStep s{static_cast<float>(lr * std::sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)),
                    static_cast<float>(1.0 - options_.beta_1), static_cast<float>(1.0 - options_.beta_2),
                    static_cast<float>(options_.epsilon)};
-  float* v_hat = options_.amsgrad ? slot(index, "velocity_hat").data<float>() : nullptr;
-  adam_update(s, variable.data<float>(), gradient.data<float>(), slot(index, "momentum").data<float>(),
-              slot(index, "velocity").data<float>(), v_hat, variable.numel());
+  float* var = variable.data<float>();
+  const float* g = gradient.data<float>();
+  float* m = slot(index, "momentum").data<float>();
+  float* v = slot(index, "velocity").data<float>();
+  // Two loops rather than a per-element test, so that both vectorise.
+  const auto moments = [=](Index i) {
+    m[i] += (g[i] - m[i]) * s.one_minus_beta_1;
+    v[i] += (g[i] * g[i] - v[i]) * s.one_minus_beta_2;
+  };
+  const auto step = [=](Index i, float second) { var[i] -= (m[i] * s.alpha) / (std::sqrt(second) + s.epsilon); };
+  if (options_.amsgrad) {
+    float* v_hat = slot(index, "velocity_hat").data<float>();
+    backend::cpu::elementwise(variable.numel(), [=](Index i) {
+      moments(i);
+      v_hat[i] = std::max(v_hat[i], v[i]);
+      step(i, v_hat[i]);
+    });
+  } else {
+    backend::cpu::elementwise(variable.numel(), [=](Index i) {
+      moments(i);
+      step(i, v[i]);
+    });
+  }
 }
 
 }  // namespace tower::optimizers

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
@@ -12,13 +14,12 @@ struct AdamaxStep {
 };
 
 void adamax_update(const AdamaxStep& s, float* var, const float* g, float* m, float* u, Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
+  backend::cpu::elementwise(n, [=](Index i) {
     const float gi = g[i];
     m[i] += (gi - m[i]) * s.one_minus_beta_1;
     u[i] = std::max(s.beta_2 * u[i], std::fabs(gi));
     var[i] -= (s.lr * m[i]) / (s.bias_correction * (u[i] + s.epsilon));
-  }
+  });
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
@@ -14,15 +16,14 @@ struct NadamStep {
 };
 
 void nadam_update(const NadamStep& s, float* var, const float* g, float* m, float* v, Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
+  backend::cpu::elementwise(n, [=](Index i) {
     const float gi = g[i];
     m[i] += (gi - m[i]) * s.one_minus_beta_1;
     v[i] += (gi * gi - v[i]) * s.one_minus_beta_2;
     const float m_hat = s.momentum_coefficient * m[i] + s.gradient_coefficient * gi;
     const float v_hat = v[i] * s.velocity_correction;
     var[i] -= (m_hat * s.lr) / (std::sqrt(v_hat) + s.epsilon);
-  }
+  });
 }
 
 }  // namespace

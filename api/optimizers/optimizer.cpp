@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "api/backend/backend.h"
+#include "api/backend/cpu/loops.h"
 #include "api/optimizers/optimizers.h"
 
 namespace tower::optimizers {
@@ -218,9 +219,7 @@ void Optimizer::clip_gradients(const std::vector<Tensor>& gradients) {
       const float* g = effective_[k]->data<float>();
       Tensor& out = clipped_[call_index_[k]];
       float* y = out.data<float>();
-      const Index size = out.numel();
-#pragma omp parallel for simd if (size > detail::kParallelGrain)
-      for (Index i = 0; i < size; ++i) y[i] = g[i] < -c ? -c : (g[i] > c ? c : g[i]);
+      backend::cpu::elementwise(out.numel(), [=](Index i) { y[i] = g[i] < -c ? -c : (g[i] > c ? c : g[i]); });
       effective_[k] = &out;
     }
   }

@@ -48,8 +48,6 @@ struct BaseOptions {
 };
 
 namespace detail {
-// CPU update loops below this many elements run on one thread (the fork/join costs more than the work).
-inline constexpr Index kParallelGrain = Index{1} << 15;
 // x rounded to float32. Keras casts hyper-parameters to the variable's dtype before taking the powers of its
 // bias corrections (beta_2^t with beta_2 = 0.999f differs from 0.999^t by 1e-5 relative in 1 - beta_2^t), so the
 // powers here use the same rounded values.

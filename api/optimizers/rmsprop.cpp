@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "api/backend/cpu/loops.h"
+
 namespace tower::optimizers {
 
 namespace {
@@ -10,28 +12,29 @@ struct RMSpropStep {
   float lr, rho, one_minus_rho, momentum, epsilon;
 };
 
-// The whole RMSprop update of one variable; `average` is null unless centered, `mom` null without momentum.
+// The whole RMSprop update of one variable; `average` is used only when centered, `mom` only with momentum.
+// Compiled per combination, so that the loop holds no per-element tests and vectorises.
+template <bool centered, bool with_momentum>
 void rmsprop_update(const RMSpropStep& s, float* var, const float* g, float* velocity, float* average, float* mom,
                     Index n) {
-#pragma omp parallel for simd if (n > detail::kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
+  backend::cpu::elementwise(n, [=](Index i) {
     const float gi = g[i];
     velocity[i] = s.rho * velocity[i] + s.one_minus_rho * (gi * gi);
     float denominator;
-    if (average) {
+    if constexpr (centered) {
       average[i] = s.rho * average[i] + s.one_minus_rho * gi;
       denominator = velocity[i] - average[i] * average[i] + s.epsilon;
     } else {
       denominator = velocity[i] + s.epsilon;
     }
     const float increment = (s.lr * gi) / std::sqrt(denominator);
-    if (mom) {
+    if constexpr (with_momentum) {
       mom[i] = s.momentum * mom[i] + increment;
       var[i] -= mom[i];
     } else {
       var[i] -= increment;
     }
-  }
+  });
 }
 
 }  // namespace
@@ -56,8 +59,18 @@ void RMSpropImpl::update_step(std::size_t index, Tensor& variable, const Tensor&
                       static_cast<float>(options_.epsilon)};
   float* average = options_.centered ? slot(index, "average_gradient").data<float>() : nullptr;
   float* mom = options_.momentum > 0.0 ? slot(index, "momentum").data<float>() : nullptr;
-  rmsprop_update(s, variable.data<float>(), gradient.data<float>(), slot(index, "velocity").data<float>(), average,
-                 mom, variable.numel());
+  float* var = variable.data<float>();
+  const float* g = gradient.data<float>();
+  float* velocity = slot(index, "velocity").data<float>();
+  const Index n = variable.numel();
+  if (average && mom)
+    rmsprop_update<true, true>(s, var, g, velocity, average, mom, n);
+  else if (average)
+    rmsprop_update<true, false>(s, var, g, velocity, average, mom, n);
+  else if (mom)
+    rmsprop_update<false, true>(s, var, g, velocity, average, mom, n);
+  else
+    rmsprop_update<false, false>(s, var, g, velocity, average, mom, n);
 }
 
 }  // namespace tower::optimizers

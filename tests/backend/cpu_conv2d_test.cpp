@@ -1,7 +1,9 @@
 // The CPU (oneDNN) Conv2DOp against naive loops over the Keras layouts: forward, backward_data and
-// backward_weights for plain, strided 'same' (asymmetric padding), dilated, grouped and depthwise convolutions.
+// backward_weights for plain, strided 'same' (asymmetric padding), dilated, grouped and depthwise convolutions,
+// and forward with a fused ReLU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -88,6 +90,9 @@ void check_case(const Case& c) {
     y_bias_ref[i] += bias[i % bias.size()];
     db_ref[i % bias.size()] += dy[i];
   }
+  if (p.relu)
+    for (std::vector<double>* y : {&y_ref, &y_bias_ref})
+      for (double& v : *y) v = std::max(v, 0.0);
 
   for (int round = 0; round < 2; ++round) {
     std::vector<float> y(y_ref.size(), 7.f), dx(x.size(), 7.f), dw(w.size(), 7.f), db(bias.size(), 7.f);
@@ -186,6 +191,19 @@ TEST(CpuConv2D, BlockedChannelCounts) {
   dw.pad_top = dw.pad_left = 0;
   dw.pad_bottom = dw.pad_right = 1;
   check_case({"depthwise 32 stride 2 same", with_out(dw)});
+}
+
+TEST(CpuConv2D, FusedRelu) {
+  Conv2DParams p = with_out(params(2, 6, 5, 3, 4, 3));
+  p.relu = true;
+  check_case({"plain 3x3 with relu", p});
+  Conv2DParams dw = with_out(params(2, 6, 6, 8, 8, 3, 1, 8));
+  dw.relu = true;
+  check_case({"depthwise with relu", dw});
+}
+
+TEST(CpuConv2D, ManyRowsSplitTheBiasGradientOverThreads) {
+  check_case({"32 channels over 2592 positions", with_out(params(8, 20, 20, 2, 32, 3))});
 }
 
 TEST(CpuConv2D, RejectsInconsistentParameters) {

@@ -244,6 +244,51 @@ TEST(Optimizer, SteadyStateStepsDoNotAllocate) {
   }
 }
 
+// The CPU update loops split variables above 32768 elements over threads and run vector code with scalar
+// remainders; per element they must compute exactly what the small-variable path does.
+TEST(Optimizer, LargeVariablesUpdateExactlyLikeSmallOnes) {
+  const std::vector<std::pair<std::string, std::function<OptimizerPtr()>>> cases = {
+      {"SGD nesterov", [] { return OptimizerPtr(SGD({.momentum = 0.9, .nesterov = true})); }},
+      {"Adam", [] { return OptimizerPtr(Adam({.weight_decay = 0.1})); }},
+      {"Adam amsgrad clipvalue", [] { return OptimizerPtr(Adam({.amsgrad = true, .clipvalue = 0.5})); }},
+      {"RMSprop", [] { return OptimizerPtr(RMSprop()); }},
+      {"RMSprop centered momentum", [] { return OptimizerPtr(RMSprop({.momentum = 0.5, .centered = true})); }},
+      {"Adagrad", [] { return OptimizerPtr(Adagrad()); }},
+      {"Adadelta", [] { return OptimizerPtr(Adadelta()); }},
+      {"Adamax", [] { return OptimizerPtr(Adamax()); }},
+      {"Nadam", [] { return OptimizerPtr(Nadam()); }},
+  };
+  const Index n = 100003, piece = 1000;
+  // Elements [b, b + piece) of t (fewer at the end) as a tensor of their own.
+  const auto slice = [&](const Tensor& t, Index b) {
+    const float* p = t.data<float>() + b;
+    const Index len = std::min(piece, n - b);
+    return Tensor::from_vector(std::vector<float>(p, p + len), {len});
+  };
+  for (const auto& [name, make] : cases) {
+    SCOPED_TRACE(name);
+    const Tensor start = tower::testing::random_tensor({n}, 11);
+    const VariablePtr large = make_variable("large", Tensor(Shape{n}));
+    large->value.copy_from(start);
+    std::vector<VariablePtr> small;
+    for (Index b = 0; b < n; b += piece) small.push_back(make_variable("small" + std::to_string(b), slice(start, b)));
+    const OptimizerPtr large_opt = make(), small_opt = make();
+    for (int step = 0; step < 3; ++step) {
+      const Tensor g = tower::testing::random_tensor({n}, 20 + static_cast<std::uint64_t>(step));
+      std::vector<Tensor> pieces;
+      for (Index b = 0; b < n; b += piece) pieces.push_back(slice(g, b));
+      large_opt->apply_gradients({large}, {g});
+      small_opt->apply_gradients(small, pieces);
+    }
+    int bad = 0;
+    for (Index i = 0; i < n; ++i)
+      if (large->value.data<float>()[i] != small[static_cast<std::size_t>(i / piece)]->value.data<float>()[i % piece] &&
+          ++bad <= 3)
+        ADD_FAILURE() << "element " << i;
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 TEST(OptimizerFromConfig, BareNames) {
   const std::vector<std::pair<std::string, std::string>> names = {
       {"sgd", "SGD"},         {"adam", "Adam"},       {"adamw", "AdamW"}, {"rmsprop", "RMSprop"},

@@ -10,15 +10,13 @@
 #include <string>
 
 #include "api/backend/cpu/dnnl_context.h"
+#include "api/backend/cpu/loops.h"
 
 namespace tower::backend {
 
 namespace cpu {
 
 namespace {
-// Below this many elements a loop runs on one thread: the fork/join costs more than the work.
-constexpr Index kParallelGrain = 1 << 15;
-
 inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 constexpr float kSeluAlpha = 1.6732632423543772f;
 constexpr float kSeluScale = 1.0507009873554805f;
@@ -52,66 +50,58 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, flo
 }
 
 void CpuBackend::fill(float* y, Index n, float value) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) y[i] = value;
+  elementwise(n, [=](Index i) { y[i] = value; });
 }
 
 void CpuBackend::fill_bytes(void* y, std::size_t bytes, unsigned char value) { std::memset(y, value, bytes); }
 
 void CpuBackend::add(const float* a, const float* b, float* y, Index n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  elementwise(n, [=](Index i) { y[i] = a[i] + b[i]; });
 }
 
 void CpuBackend::sub(const float* a, const float* b, float* y, Index n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) y[i] = a[i] - b[i];
+  elementwise(n, [=](Index i) { y[i] = a[i] - b[i]; });
 }
 
 void CpuBackend::mul(const float* a, const float* b, float* y, Index n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) y[i] = a[i] * b[i];
+  elementwise(n, [=](Index i) { y[i] = a[i] * b[i]; });
 }
 
 void CpuBackend::axpby(float alpha, const float* x, float beta, float* y, Index n) {
-  if (beta == 0.f) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-    for (Index i = 0; i < n; ++i) y[i] = alpha * x[i];
-  } else {
-#pragma omp parallel for simd if (n > kParallelGrain)
-    for (Index i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
-  }
+  if (beta == 0.f)
+    elementwise(n, [=](Index i) { y[i] = alpha * x[i]; });
+  else
+    elementwise(n, [=](Index i) { y[i] = alpha * x[i] + beta * y[i]; });
 }
 
 void CpuBackend::scale_shift(const float* x, float scale, float shift, float* y, Index n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) y[i] = scale * x[i] + shift;
+  elementwise(n, [=](Index i) { y[i] = scale * x[i] + shift; });
 }
 
 void CpuBackend::add_bias(float* y, const float* bias, Index rows, Index cols) {
-#pragma omp parallel for if (rows * cols > kParallelGrain)
-  for (Index r = 0; r < rows; ++r) {
-    float* row = y + r * cols;
-#pragma omp simd
-    for (Index c = 0; c < cols; ++c) row[c] += bias[c];
-  }
+  rowwise(rows, cols, [=](Index r, Index c) { y[r * cols + c] += bias[c]; });
 }
 
-void CpuBackend::bias_grad(const float* dy, float* db, Index rows, Index cols) {
-  // Each thread sums a band of columns over all rows, so no reduction between threads is needed.
-  std::fill(db, db + cols, 0.f);
-  const Index band = 64;
-  const Index bands = (cols + band - 1) / band;
-#pragma omp parallel for if (rows * cols > kParallelGrain)
-  for (Index bi = 0; bi < bands; ++bi) {
-    const Index c0 = bi * band, c1 = std::min(cols, c0 + band);
-    for (Index r = 0; r < rows; ++r) {
-      const float* row = dy + r * cols;
+namespace {
+// column_sums over the columns [c0, c1), in one pass over the rows.
+TOWER_VECTOR_CLONES void column_band_sums(const float* dy, float* db, Index rows, Index cols, Index c0, Index c1) {
+  std::fill(db + c0, db + c1, 0.f);
+  for (Index r = 0; r < rows; ++r) {
+    const float* row = dy + r * cols;
 #pragma omp simd
-      for (Index c = c0; c < c1; ++c) db[c] += row[c];
-    }
+    for (Index c = c0; c < c1; ++c) db[c] += row[c];
   }
 }
+}  // namespace
+
+void column_sums(const float* dy, float* db, Index rows, Index cols) {
+  // Each thread sums its own columns over all rows, so no reduction between threads is needed.
+  parallel_ranges(
+      cols, [&](Index c0, Index c1) { column_band_sums(dy, db, rows, cols, c0, c1); },
+      kParallelGrain / std::max<Index>(rows, 1));
+}
+
+void CpuBackend::bias_grad(const float* dy, float* db, Index rows, Index cols) { column_sums(dy, db, rows, cols); }
 
 void CpuBackend::activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
                                     Index n) {
@@ -122,11 +112,10 @@ void CpuBackend::activation_forward(ActivationKind kind, const ActivationParams&
     case ActivationKind::relu: {
       const float cap = p.max_value < 0.f ? INFINITY : p.max_value;
       const float t = p.threshold, slope = p.alpha;
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (Index i = 0; i < n; ++i) {
+      elementwise(n, [=](Index i) {
         const float v = x[i];
-        y[i] = v >= t ? std::min(v, cap) : slope * (v - t);
-      }
+        y[i] = v >= t ? (cap < v ? cap : v) : slope * (v - t);
+      });
       return;
     }
     default: break;
@@ -167,11 +156,10 @@ void CpuBackend::activation_backward(ActivationKind kind, const ActivationParams
   if (kind == ActivationKind::relu) {
     const float cap = p.max_value < 0.f ? INFINITY : p.max_value;
     const float t = p.threshold, slope = p.alpha;
-#pragma omp parallel for simd if (n > kParallelGrain)
-    for (Index i = 0; i < n; ++i) {
+    elementwise(n, [=](Index i) {
       const float v = x[i];
       dx[i] = v > t ? (v < cap ? dy[i] : 0.f) : slope * dy[i];
-    }
+    });
     return;
   }
 #pragma omp parallel for if (n > kParallelGrain / 8)
@@ -250,12 +238,12 @@ void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, In
 void CpuBackend::dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) {
   const float keep_scale = 1.f / (1.f - rate);
   const std::uint64_t salt = splitmix64(seed);
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) {
-    const float u = static_cast<float>(splitmix64(salt ^ static_cast<std::uint64_t>(i)) >> 40) *
-                    (1.f / 16777216.f);
+  elementwise(n, [=](Index i) {
+    // The top 24 bits as a uniform in [0, 1); through int32 (exact below 2^24), which vectorises.
+    const auto bits = static_cast<std::int32_t>(splitmix64(salt ^ static_cast<std::uint64_t>(i)) >> 40);
+    const float u = static_cast<float>(bits) * (1.f / 16777216.f);
     mask[i] = u >= rate ? keep_scale : 0.f;
-  }
+  });
 }
 
 void CpuBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {

@@ -49,6 +49,10 @@ class CpuBackend final : public Backend {
   void sum(const float* x, float* y, Index n) override;
 };
 
+// db[c] = sum over r of dy[r, c] for a row-major [rows, cols] matrix (CpuBackend::bias_grad), each column summed
+// in row order.
+void column_sums(const float* dy, float* db, Index rows, Index cols);
+
 // The oneDNN CPU engine and stream shared by every CPU op (oneDNN primitives run on one stream here).
 struct DnnlContext;
 DnnlContext& dnnl_context();

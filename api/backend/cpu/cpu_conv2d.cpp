@@ -23,7 +23,7 @@ std::string describe(const Conv2DParams& p) {
          s(p.batch) + ", " + s(p.out_h) + ", " + s(p.out_w) + ", " + s(p.out_c) + "], kernel " + s(p.kernel_h) +
          "x" + s(p.kernel_w) + ", strides " + s(p.stride_h) + "x" + s(p.stride_w) + ", dilation " +
          s(p.dilation_h) + "x" + s(p.dilation_w) + ", padding (" + s(p.pad_top) + ", " + s(p.pad_bottom) + ", " +
-         s(p.pad_left) + ", " + s(p.pad_right) + "), groups " + s(p.groups);
+         s(p.pad_left) + ", " + s(p.pad_right) + "), groups " + s(p.groups) + (p.relu ? ", relu" : "");
 }
 
 Index conv_out_size(Index in, int kernel, int stride, int dilation, int pad_before, int pad_after) {
@@ -105,11 +105,12 @@ class CpuConv2DOp final : public Conv2DOp {
 
   DnnlContext& context_;
   // User memories: their data handles are set on every call.
-  memory x_, y_, dx_, dy_, w_user_, dw_user_, bias_, dbias_;
+  memory x_, y_, dx_, dy_, w_user_, dw_user_, bias_;
   memory scratchpad_;  // shared by this op's primitives, which never run concurrently
   std::vector<Staged> staged_;  // every staging buffer made so far, reused when another primitive wants its layout
-  Staged w_fwd_, w_fwd_no_bias_, w_bwd_, dw_, dw_no_bias_;
-  Bound fwd_, fwd_no_bias_, bwd_data_, bwd_weights_, bwd_weights_no_bias_;
+  Staged w_fwd_, w_fwd_no_bias_, w_bwd_, dw_;
+  Bound fwd_, fwd_no_bias_, bwd_data_, bwd_weights_;
+  Index rows_ = 0, out_c_ = 0;  // dy as a matrix: batch * out_h * out_w rows of out_c channels
 };
 
 CpuConv2DOp::Staged CpuConv2DOp::stage(const memory::desc& wanted, const memory& user, bool from_user) {
@@ -124,7 +125,8 @@ CpuConv2DOp::Staged CpuConv2DOp::stage(const memory::desc& wanted, const memory&
   return s;
 }
 
-CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p) : context_(dnnl_context()) {
+CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p)
+    : context_(dnnl_context()), rows_(p.batch * p.out_h * p.out_w), out_c_(p.out_c) {
   validate(p);
   using namespace dnnl;
   const engine& eng = context_.engine;
@@ -137,27 +139,36 @@ CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p) : context_(dnnl_context()) {
   const memory::dims pad_l{p.pad_top, p.pad_left}, pad_r{p.pad_bottom, p.pad_right};
   const algorithm alg = algorithm::convolution_direct;
 
-  primitive_attr attr;
+  // primitive_attr is a handle (copies share one attribute), so the forward's is built on its own.
+  primitive_attr attr, fwd_attr;
   attr.set_scratchpad_mode(scratchpad_mode::user);
+  fwd_attr.set_scratchpad_mode(scratchpad_mode::user);
+  if (p.relu) {
+    post_ops relu;
+    relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+    fwd_attr.set_post_ops(relu);
+  }
 
   try {
     // forward_training: for convolution it runs the same kernels as inference, and backward needs it as hint.
-    const convolution_forward::primitive_desc fwd_pd(
-        convolution_forward::desc(prop_kind::forward_training, alg, x_md, w_any, bias_md, y_md, strides, dilates,
-                                  pad_l, pad_r),
-        attr, eng);
-    const convolution_forward::primitive_desc fwd_no_bias_pd(
-        convolution_forward::desc(prop_kind::forward_training, alg, x_md, w_any, y_md, strides, dilates, pad_l,
-                                  pad_r),
-        attr, eng);
+    const auto forward_pd = [&](bool with_bias, const primitive_attr& a) {
+      const auto desc = with_bias ? convolution_forward::desc(prop_kind::forward_training, alg, x_md, w_any, bias_md,
+                                                              y_md, strides, dilates, pad_l, pad_r)
+                                  : convolution_forward::desc(prop_kind::forward_training, alg, x_md, w_any, y_md,
+                                                              strides, dilates, pad_l, pad_r);
+      return convolution_forward::primitive_desc(desc, a, eng);
+    };
+    const convolution_forward::primitive_desc fwd_pd = forward_pd(true, fwd_attr);
+    const convolution_forward::primitive_desc fwd_no_bias_pd = forward_pd(false, fwd_attr);
+    // oneDNN refuses a hint with post-ops for some backward primitives.
+    const convolution_forward::primitive_desc hint_pd = p.relu ? forward_pd(true, attr) : fwd_pd;
     const convolution_backward_data::primitive_desc bwd_data_pd(
-        convolution_backward_data::desc(alg, x_md, w_any, y_md, strides, dilates, pad_l, pad_r), attr, eng, fwd_pd);
+        convolution_backward_data::desc(alg, x_md, w_any, y_md, strides, dilates, pad_l, pad_r), attr, eng, hint_pd);
+    // Without the bias: oneDNN's reduction of it over channels-last dy is a slow non-JIT loop (it made conv1's
+    // weight gradient 4x slower), so backward_weights sums dy itself.
     const convolution_backward_weights::primitive_desc bwd_w_pd(
-        convolution_backward_weights::desc(alg, x_md, w_any, bias_md, y_md, strides, dilates, pad_l, pad_r), attr,
-        eng, fwd_pd);
-    const convolution_backward_weights::primitive_desc bwd_w_no_bias_pd(
         convolution_backward_weights::desc(alg, x_md, w_any, y_md, strides, dilates, pad_l, pad_r), attr, eng,
-        fwd_no_bias_pd);
+        hint_pd);
 
     x_ = memory(x_md, eng, DNNL_MEMORY_NONE);
     dx_ = memory(x_md, eng, DNNL_MEMORY_NONE);
@@ -166,12 +177,10 @@ CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p) : context_(dnnl_context()) {
     w_user_ = memory(keras_weights_desc(p), eng, DNNL_MEMORY_NONE);
     dw_user_ = memory(keras_weights_desc(p), eng, DNNL_MEMORY_NONE);
     bias_ = memory(bias_md, eng, DNNL_MEMORY_NONE);
-    dbias_ = memory(bias_md, eng, DNNL_MEMORY_NONE);
 
     std::size_t scratch = 1;
     for (const memory::desc& md : {fwd_pd.scratchpad_desc(), fwd_no_bias_pd.scratchpad_desc(),
-                                   bwd_data_pd.scratchpad_desc(), bwd_w_pd.scratchpad_desc(),
-                                   bwd_w_no_bias_pd.scratchpad_desc()})
+                                   bwd_data_pd.scratchpad_desc(), bwd_w_pd.scratchpad_desc()})
       scratch = std::max(scratch, md.get_size());
     scratchpad_ = memory(memory::desc({static_cast<memory::dim>(scratch)}, DT::u8, Tag::x), eng);
 
@@ -179,7 +188,6 @@ CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p) : context_(dnnl_context()) {
     w_fwd_no_bias_ = stage(fwd_no_bias_pd.weights_desc(), w_user_, true);
     w_bwd_ = stage(bwd_data_pd.weights_desc(), w_user_, true);
     dw_ = stage(bwd_w_pd.diff_weights_desc(), dw_user_, false);
-    dw_no_bias_ = stage(bwd_w_no_bias_pd.diff_weights_desc(), dw_user_, false);
 
     fwd_.bind(convolution_forward(fwd_pd), {{DNNL_ARG_SRC, x_},
                                             {DNNL_ARG_WEIGHTS, w_fwd_.mem},
@@ -197,13 +205,7 @@ CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p) : context_(dnnl_context()) {
     bwd_weights_.bind(convolution_backward_weights(bwd_w_pd), {{DNNL_ARG_SRC, x_},
                                                                {DNNL_ARG_DIFF_DST, dy_},
                                                                {DNNL_ARG_DIFF_WEIGHTS, dw_.mem},
-                                                               {DNNL_ARG_DIFF_BIAS, dbias_},
                                                                {DNNL_ARG_SCRATCHPAD, scratchpad_for(bwd_w_pd)}});
-    bwd_weights_no_bias_.bind(convolution_backward_weights(bwd_w_no_bias_pd),
-                              {{DNNL_ARG_SRC, x_},
-                               {DNNL_ARG_DIFF_DST, dy_},
-                               {DNNL_ARG_DIFF_WEIGHTS, dw_no_bias_.mem},
-                               {DNNL_ARG_SCRATCHPAD, scratchpad_for(bwd_w_no_bias_pd)}});
   } catch (const dnnl::error& e) {
     throw std::invalid_argument(std::string("make_conv2d: oneDNN rejected ") + describe(p) + ": " + e.what());
   }
@@ -233,11 +235,10 @@ void CpuConv2DOp::backward_weights(const float* x, const float* dy, float* dw, f
   x_.set_data_handle(const_cast<float*>(x));
   dy_.set_data_handle(const_cast<float*>(dy));
   dw_user_.set_data_handle(dw);
-  if (dbias) dbias_.set_data_handle(dbias);
-  (dbias ? bwd_weights_ : bwd_weights_no_bias_).run(context_.stream);
-  const Staged& grad = dbias ? dw_ : dw_no_bias_;
-  if (grad.reorder) grad.reorder.run(context_.stream);
+  bwd_weights_.run(context_.stream);
+  if (dw_.reorder) dw_.reorder.run(context_.stream);
   context_.stream.wait();
+  if (dbias) column_sums(dy, dbias, rows_, out_c_);
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+#pragma once
+// Building blocks of the CPU's elementwise loops (backend, optimizers). Internal: not installed.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "api/core/shape.h"
+
+namespace tower::backend::cpu {
+
+// Marks a hot loop function to be compiled for x86-64-v4 (AVX-512) and v3 (AVX2) besides the baseline x86-64 the
+// library is built for, the best clone picked when the library loads. All clones give bitwise the same results:
+// the library is built with -ffp-contract=off, so no clone fuses a multiply-add, and vector arithmetic, sqrt and
+// division round like scalar.
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define TOWER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef TOWER_VECTOR_CLONES
+#define TOWER_VECTOR_CLONES
+#endif
+
+// Below this many elements a loop runs on one thread: the fork/join costs more than the work.
+inline constexpr Index kParallelGrain = Index{1} << 15;
+
+// Calls kernel(begin, end) over [0, n): on the calling thread alone up to `grain` elements, else once per
+// OpenMP thread on contiguous ranges that start on 64-byte boundaries of float arrays.
+template <class Kernel>
+void parallel_ranges(Index n, const Kernel& kernel, Index grain = kParallelGrain) {
+  if (n <= grain) {
+    kernel(Index{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const Index threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const Index chunk = (n / threads + 15) / 16 * 16;
+    const Index begin = std::min(n, t * chunk), end = t + 1 == threads ? n : std::min(n, begin + chunk);
+    if (begin < end) kernel(begin, end);
+  }
+}
+
+// op(i) for i in [begin, end), vectorised. op comes by value so that its captures live in registers, not in
+// memory the loop's stores might alias.
+template <class Op>
+TOWER_VECTOR_CLONES void for_range(Op op, Index begin, Index end) {
+#pragma omp simd
+  for (Index i = begin; i < end; ++i) op(i);
+}
+
+// op(i) for every i in [0, n): vectorised, and split over the OpenMP threads above `grain` elements. op must
+// touch only element i of its arrays.
+template <class Op>
+void elementwise(Index n, const Op& op, Index grain = kParallelGrain) {
+  parallel_ranges(n, [&](Index begin, Index end) { for_range(op, begin, end); }, grain);
+}
+
+// op(r, c) for rows [row_begin, row_end) of a matrix with `cols` columns, the column loop vectorised.
+template <class Op>
+TOWER_VECTOR_CLONES void for_rows(Op op, Index row_begin, Index row_end, Index cols) {
+  for (Index r = row_begin; r < row_end; ++r)
+#pragma omp simd
+    for (Index c = 0; c < cols; ++c) op(r, c);
+}
+
+// op(r, c) for every element of a rows x cols matrix: the rows split over the OpenMP threads above `grain`
+// elements. op must touch only element (r, c) of its arrays.
+template <class Op>
+void rowwise(Index rows, Index cols, const Op& op, Index grain = kParallelGrain) {
+  parallel_ranges(rows, [&](Index begin, Index end) { for_rows(op, begin, end, cols); },
+                  grain / std::max<Index>(cols, 1));
+}
+
+}  // namespace tower::backend::cpu
