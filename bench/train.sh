@@ -13,12 +13,18 @@ for model in mlp convnet; do
   results+=$(python3 "$here/train_reference.py" torch "$model" "$epochs")$'\n'
   results+=$(python3 "$here/train_reference.py" keras "$model" "$epochs" 2>/dev/null)$'\n'
 done
-python3 - "$results" <<'PY'
+floor=$("$build/bin/bench_mlp_gemm_floor")
+python3 - "$results" "$floor" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+floor = json.loads(sys.argv[2])
 by = {(r["model"], r["framework"]): r for r in rows}
 print(f"{'model':8s} {'framework':9s} {'examples/s':>11s} {'test acc':>9s} {'tower speedup':>14s}")
 for (model, fw), r in by.items():
     speed = by[(model, "tower")]["examples_per_sec"] / r["examples_per_sec"]
     print(f"{model:8s} {fw:9s} {r['examples_per_sec']:11.0f} {r['test_accuracy']:9.4f} {speed:13.2f}x")
+torch_mlp = by[("mlp", "torch")]["examples_per_sec"]
+print(f"MLP GEMM floor (bench_mlp_gemm_floor): {floor['best_ms']:.3f} ms per step of {floor['batch']} "
+      f"({floor['gflops_median']:.0f} GFLOP/s), so no framework can exceed {floor['max_examples_per_sec']:.0f} "
+      f"examples/s = {floor['max_examples_per_sec'] / torch_mlp:.2f}x PyTorch's MLP")
 PY
