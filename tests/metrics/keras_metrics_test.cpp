@@ -10,16 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/metrics/metrics.h"
-
-#ifndef TOWER_TEST_DATA_DIR
-#error "TOWER_TEST_DATA_DIR must be defined (the absolute path of tests/reference)"
-#endif
+#include "testing/fixtures.h"
 
 namespace tower {
 namespace {
@@ -27,48 +22,23 @@ namespace {
 constexpr double kAtol = 1e-6, kRtol = 1e-5;
 
 const Config& fixtures() {
-  static const Config doc = [] {
-    const std::string path = TOWER_TEST_DATA_DIR "/losses_metrics/metrics.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return Config::parse_json(text.str());
-  }();
+  static const Config doc = testing::read_json_fixture("losses_metrics/metrics.json");
   return doc;
 }
 
-Tensor read_tensor(const Config& c) {
-  std::vector<Index> dims;
-  for (const Config& d : c.at("shape").as_list()) dims.push_back(d.as_int());
-  const Config::List& data = c.at("data").as_list();
-  if (c.at("dtype").as_string() == "int32") {
-    std::vector<std::int32_t> v;
-    for (const Config& x : data) v.push_back(static_cast<std::int32_t>(x.as_int()));
-    return Tensor::from_vector(v, Shape(dims));
-  }
-  std::vector<float> v;
-  for (const Config& x : data) v.push_back(static_cast<float>(x.as_double()));
-  return Tensor::from_vector(v, Shape(dims));
-}
+Tensor read_tensor(const Config& c) { return testing::fixture_tensor(c); }
 
 // Empty when the file cannot be read (FixtureFileCoversEveryMetric then fails with the reason), so test discovery
 // never throws.
 std::vector<std::string> case_names() {
-  std::vector<std::string> names;
   try {
-    for (const Config& c : fixtures().at("cases").as_list()) names.push_back(c.at("name").as_string());
+    return testing::fixture_case_names(fixtures());
   } catch (const std::exception&) {
-    names.clear();
+    return {};
   }
-  return names;
 }
 
-const Config& find_case(const std::string& name) {
-  for (const Config& c : fixtures().at("cases").as_list())
-    if (c.at("name").as_string() == name) return c;
-  throw std::runtime_error("no case " + name);
-}
+const Config& find_case(const std::string& name) { return testing::fixture_case(fixtures(), name); }
 
 // Feeds one fixture batch to `metric`, with or without its sample weights.
 void update(metrics::Metric& metric, const Config& batch, bool weighted) {

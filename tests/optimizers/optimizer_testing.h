@@ -5,19 +5,14 @@
 
 #include <filesystem>
 #include <functional>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "api/optimizers/optimizers.h"
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 #include "tower/tower.h"
-
-#ifndef TOWER_TEST_DATA_DIR
-#error "TOWER_TEST_DATA_DIR must be defined (the absolute path of tests/reference)"
-#endif
 
 namespace tower::optimizers::testing {
 
@@ -36,26 +31,15 @@ inline VariablePtr make_variable(const std::string& path, const Tensor& value) {
   return v;
 }
 
-inline std::filesystem::path fixture_dir() { return std::filesystem::path(TOWER_TEST_DATA_DIR) / "optimizers"; }
+inline std::filesystem::path fixture_dir() { return tower::testing::reference_dir() / "optimizers"; }
 
 // The parsed JSON of tests/reference/optimizers/<name>.json; throws std::runtime_error when it is missing.
 inline Config load_fixture(const std::string& name) {
-  const std::filesystem::path path = fixture_dir() / (name + ".json");
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read fixture " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return Config::parse_json(text.str());
+  return tower::testing::read_json_fixture("optimizers/" + name + ".json");
 }
 
 // {"shape": [...], "data": [...]} as a CPU tensor.
-inline Tensor tensor_from(const Config& c) {
-  std::vector<Index> dims;
-  for (const Config& d : c.at("shape").as_list()) dims.push_back(static_cast<Index>(d.as_int()));
-  std::vector<float> data;
-  for (const Config& x : c.at("data").as_list()) data.push_back(static_cast<float>(x.as_double()));
-  return Tensor::from_vector(data, Shape(dims));
-}
+inline Tensor tensor_from(const Config& c) { return tower::testing::fixture_tensor(c); }
 
 // Two variables ("w/kernel" [3, 4], "w/bias" [5]) with seeded values, and `steps` lists of seeded gradients.
 struct Problem {
