@@ -6,7 +6,9 @@ BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo install clean
+SANITIZE_DIR ?= build-sanitize
+
+.PHONY: all deps configure build test test-sanitize demo install clean
 
 all: build
 
@@ -22,6 +24,14 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && OMP_NUM_THREADS=2 ctest --output-on-failure -j 2
 
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (CPU only; any finding fails the test).
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOWER_WITH_CUDA=OFF \
+	  -DTOWER_BUILD_GUI=OFF -DTOWER_BUILD_BENCH=OFF -DTOWER_BUILD_EXAMPLES=OFF -DTOWER_SANITIZE=address,undefined
+	cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	cd $(SANITIZE_DIR) && OMP_NUM_THREADS=2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
 demo: build
 	$(BUILD_DIR)/bin/fashion_mnist_convnet
 
@@ -29,4 +39,4 @@ install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

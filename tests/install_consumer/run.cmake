@@ -6,7 +6,12 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${pr
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${work}" -G Ninja "-DCMAKE_PREFIX_PATH=${prefix}"
+# A sanitized Tower needs the sanitizer runtime linked first into the consumer too.
+set(flags "")
+if(SANITIZE)
+  set(flags "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${work}" -G Ninja "-DCMAKE_PREFIX_PATH=${prefix}" ${flags}
                 RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "configuring the consumer failed: ${rc}")
