@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make demo   installs what is missing, builds, and trains the Fashion-MNIST example
+#   make demo   installs what is missing, builds, and trains the Fashion-MNIST convnet experiment (tower train)
 #   make test   installs what is missing, builds, and runs the whole test suite
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
@@ -33,7 +33,7 @@ test-sanitize: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
 
 demo: build
-	$(BUILD_DIR)/bin/fashion_mnist_convnet
+	$(BUILD_DIR)/bin/tower train examples/experiments/fashion_mnist_cnn.yaml
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)

@@ -12,8 +12,20 @@
 //     map, so a frozen layer still passes gradients to the layers before it.
 //
 // Only axis = -1 (or its positive equivalent) is supported: another axis throws std::invalid_argument when
-// the layer is called. `synchronized` is accepted and kept in the config; statistics are per replica until
-// the distribute module all-reduces them for SyncBN.
+// the layer is called.
+//
+// Under a distribution strategy (a plan whose layers get a ReplicaContext):
+//   batch statistics are each replica's own by default (tf.distribute's); with synchronized = true and more
+//     than one replica in the step they are the global batch's: the replicas' per-channel sums of x and x^2
+//     and their row counts are summed over replicas (ReplicaContext::all_reduce_sum), mean = sum / count and
+//     variance = max(sum of squares / count - mean^2, 0) (Keras' SyncBN), and backward sums the per-channel
+//     sums of dy and dy * x_hat the same way, so N replicas compute the gradient one replica computes on the
+//     whole batch. Synchronized statistics are computed on the host (CPU tensors).
+//   the moving statistics are updated by the first replica only, from its batch statistics (the global ones
+//     when synchronized), and every replica reads the same values. That is what Keras 3 on tf.distribute
+//     keeps: its moving statistics are per-replica copies (aggregation "none") and the weights a model reports
+//     are the first replica's.
+// Without a strategy, or with one replica in the step, `synchronized` changes nothing.
 #include "api/models/layer.h"
 #include "api/models/layer_options.h"
 
@@ -71,6 +83,9 @@ class BatchNormalizationImpl final : public Layer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
+  // Forward and backward of a training call with statistics summed over the replicas of ctx.replica.
+  void forward_synchronized(const ForwardContext& ctx, const float* gamma, const float* beta);
+  void backward_synchronized(const BackwardContext& ctx, const float* gamma, Tensor* dgamma, Tensor* dbeta);
   Options options_;
   VariablePtr gamma_, beta_, moving_mean_, moving_variance_;
 };

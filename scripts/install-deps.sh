@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tower needs that are not installed yet. Safe to run again: it does nothing when
-# everything is there. Set TOWER_EXTRA_PACKAGES to add more (the Makefile's GUI target adds Qt).
+# everything is there. Set TOWER_EXTRA_PACKAGES to add more.
 set -euo pipefail
 
 packages=(
@@ -11,7 +11,9 @@ packages=(
   libgtest-dev       # GoogleTest
   zlib1g-dev         # .gz IDX files
   libhdf5-dev        # Keras .h5 weight files
+  openmpi-bin libopenmpi-dev  # MultiWorkerMirroredStrategy (mpirun, MPI all-reduce between CPU workers)
   dataset-fashion-mnist  # the default data set, /usr/share/datasets/fashion-mnist
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev  # tower-monitor (gui/); Qt6Charts' CMake needs Qt6OpenGL
 )
 # shellcheck disable=SC2206
 packages+=(${TOWER_EXTRA_PACKAGES:-})

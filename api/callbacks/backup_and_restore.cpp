@@ -57,7 +57,7 @@ void BackupAndRestore::on_epoch_end(int epoch, const Logs&) {
 }
 
 void BackupAndRestore::on_train_end(const Logs&) {
-  if (!options_.delete_checkpoint) return;
+  if (!options_.delete_checkpoint || !model()->is_chief()) return;
   std::error_code ec;
   std::filesystem::remove(path_, ec);
   if (std::filesystem::is_empty(backup_dir_, ec)) std::filesystem::remove(backup_dir_, ec);
@@ -65,6 +65,8 @@ void BackupAndRestore::on_train_end(const Logs&) {
 
 void BackupAndRestore::save(int completed_epoch) {
   ModelImpl& m = *model();
+  // Under a multi-worker strategy every worker restores from the backup, and only the chief writes it.
+  if (!m.is_chief()) return;
   const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});

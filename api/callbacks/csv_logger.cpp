@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "api/callbacks/model_checkpoint.h"
+#include "api/models/model.h"
 
 namespace tower::callbacks {
 
@@ -17,6 +18,7 @@ CSVLogger::CSVLogger(std::string filename, std::string separator, bool append)
 }
 
 void CSVLogger::on_train_begin(const Logs&) {
+  if (model() && !model()->is_chief()) return;  // under a multi-worker strategy only the chief logs
   std::error_code ec;
   append_header_ = !(append_ && std::filesystem::exists(filename_, ec) && std::filesystem::file_size(filename_, ec) > 0);
   keys_.reset();
@@ -35,6 +37,7 @@ std::string CSVLogger::field(const std::string& text) const {
 }
 
 void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
+  if (model() && !model()->is_chief()) return;
   if (!keys_) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : logs.entries()) keys.push_back(k);

@@ -274,6 +274,7 @@ bool ModelCheckpoint::should_save(int epoch, const Logs& logs, const std::string
 }
 
 void ModelCheckpoint::save(int epoch, std::int64_t batch, const Logs& logs) {
+  if (!model()->is_chief()) return;  // under a multi-worker strategy only the chief writes checkpoints
   Logs values;
   values.set("epoch", epoch + 1);
   std::vector<std::string> ints = {"epoch"};

@@ -1,6 +1,8 @@
 #include "api/core/random.h"
 
 #include <cmath>
+#include <sstream>
+#include <stdexcept>
 
 namespace tower {
 
@@ -17,6 +19,20 @@ float Generator::truncated_normal(float mean, float stddev) {
     const float z = normal();
     if (std::fabs(z) <= 2.f) return mean + stddev * z;
   }
+}
+
+std::string Generator::state() const {
+  std::ostringstream os;
+  os << engine_;
+  return os.str();
+}
+
+void Generator::set_state(const std::string& state) {
+  std::istringstream is(state);
+  std::mt19937_64 engine;
+  is >> engine;
+  if (is.fail()) throw std::invalid_argument("Generator::set_state: not a generator state");
+  engine_ = engine;
 }
 
 namespace {

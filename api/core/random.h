@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <string>
 
 namespace tower {
 
@@ -18,6 +19,10 @@ class Generator {
   float normal(float mean = 0.f, float stddev = 1.f);
   // Normal redrawn until within two standard deviations of the mean (Keras' TruncatedNormal).
   float truncated_normal(float mean = 0.f, float stddev = 1.f);
+  // The engine's full state as text, and its restoration, so a checkpoint can resume the same sequence.
+  // set_state throws std::invalid_argument for text that state() did not produce.
+  std::string state() const;
+  void set_state(const std::string& state);
 
  private:
   std::mt19937_64 engine_;

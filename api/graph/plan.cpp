@@ -309,6 +309,7 @@ void Plan::forward() {
     ctx.training = options_.training;
     ctx.state = &st->state;
     ctx.rng = &rng_;
+    ctx.replica = options_.replica;
     st->layer->forward(ctx);
   }
   forward_done_ = true;
@@ -365,6 +366,7 @@ void Plan::backward() {
     ctx.training = options_.training;
     ctx.output_grad_is_logits = st.output_grad_is_logits;
     ctx.state = &st.state;
+    ctx.replica = options_.replica;
     st.layer->backward(ctx);
     for (const Accumulate& a : st.accumulate) {
       Tensor& target = a.target >= 0 ? value_tensor(a.target) : weight_grads_[static_cast<std::size_t>(-1 - a.target)];

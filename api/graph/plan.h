@@ -23,6 +23,7 @@ struct PlanOptions {
   bool input_gradients = false;  // with backward: also compute gradients of the model's inputs (input_grad)
   Device device = Device::cpu();
   std::uint64_t seed = 0;  // seeds random layers; 0 draws one from the global generator
+  ReplicaContext* replica = nullptr;  // handed to every layer (ForwardContext::replica); set by strategies
 };
 
 class Plan {
@@ -68,6 +69,8 @@ class Plan {
   // The bytes the same buffers would take without sharing.
   std::size_t unshared_bytes() const { return unshared_bytes_; }
   int num_steps() const { return static_cast<int>(steps_.size()); }
+  // The generator random layers (Dropout) draw from; its state is part of a resumable training checkpoint.
+  Generator& rng() { return rng_; }
 
  private:
   struct Step;

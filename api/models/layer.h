@@ -24,6 +24,7 @@
 #include "api/graph/node.h"
 #include "api/initializers/initializers.h"
 #include "api/io/config.h"
+#include "api/models/replica_context.h"
 #include "api/regularizers/regularizers.h"
 
 namespace tower {
@@ -55,6 +56,7 @@ struct ForwardContext {
   bool training = false;
   std::unique_ptr<LayerState>* state = nullptr;
   Generator* rng = nullptr;  // the plan's generator, for Dropout and other random layers
+  ReplicaContext* replica = nullptr;  // the replica running this plan under a distribution strategy, else null
 
   // The node's state, created on first use (so steady-state steps allocate nothing).
   template <class S> S& get_state() const {
@@ -74,6 +76,7 @@ struct BackwardContext {
   // to the softmax's input (a loss fused the softmax into its gradient), so the softmax backward is skipped.
   bool output_grad_is_logits = false;
   std::unique_ptr<LayerState>* state = nullptr;
+  ReplicaContext* replica = nullptr;  // as in ForwardContext
 
   template <class S> S& get_state() const {
     if (!*state) *state = std::make_unique<S>();

@@ -13,6 +13,7 @@
 #include "api/graph/plan.h"
 #include "api/io/weights_file.h"
 #include "api/models/input_layer.h"
+#include "api/models/distribution.h"
 #include "api/models/layer.h"
 #include "api/models/trainer.h"
 
@@ -64,15 +65,30 @@ class ModelImpl : public Layer {
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
 
+  // ---- distribution (see distribution.h) ----
+  // The strategy whose scope was active when the model was made, or when it was last compiled inside a scope;
+  // null when neither happened inside a scope.
+  const detail::DistributionPtr& distribution() const { return distribution_; }
+  // The model's replicas under that strategy, made on first use; null without a strategy or under one that
+  // runs the model unreplicated (the default strategy).
+  detail::Replicas* replicas();
+  // False on the workers of a multi-worker strategy other than the chief, which alone writes files and logs.
+  bool is_chief() const { return !distribution_ || distribution_->is_chief(); }
+
   // ---- weights ----
   // Copies of every weight's value, in weights() order.
   std::vector<Tensor> get_weights() const;
   // Requires one tensor per weight with matching shapes; throws std::invalid_argument naming the weight.
   void set_weights(const std::vector<Tensor>& values);
-  // Tower weights file (see io/weights_file.h), written atomically.
+  // Written atomically. A path ending in ".weights.h5" gets Keras 3's layout (io/keras_weights.h), which
+  // Keras' model.load_weights reads; other ".h5" / ".hdf5" paths throw std::invalid_argument (Keras 3 writes
+  // no legacy files either); any other path gets a Tower weights file (io/weights_file.h).
   void save_weights(const std::string& path) const;
-  // Weights are matched by position; a count or shape mismatch throws, naming the file, the weight and both
-  // shapes, and leaves the model's weights unchanged.
+  // ".weights.h5" (Keras 3) and ".h5" / ".hdf5" (Keras' legacy layout, e.g. Keras' applications weights)
+  // files are matched to the model by layer name, and by position within a layer (io/keras_weights.h); any
+  // other path is a Tower weights file, matched by position. A missing layer or a count or shape mismatch
+  // throws, naming the file, the layer or weight and both counts or shapes, and leaves the model's weights
+  // unchanged.
   void load_weights(const std::string& path);
   // load_weights from an already read file (`path` names it in errors).
   void assign_weights(const io::WeightsFile& file, const std::string& path);
@@ -89,6 +105,9 @@ class ModelImpl : public Layer {
   std::vector<std::shared_ptr<Node>> nodes_;
   std::unique_ptr<detail::Trainer> trainer_;
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
+  detail::DistributionPtr distribution_ = detail::current_distribution();
+  std::unique_ptr<detail::Replicas> replicas_;  // after plans_ and the graph: destroyed first
+  bool replicas_made_ = false;
 };
 
 // Rebuilds a model from ModelImpl::get_config() output (Functional or Sequential), with fresh weights.

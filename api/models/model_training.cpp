@@ -2,6 +2,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "api/io/keras_weights.h"
 #include "api/io/weights_file.h"
 #include "api/models/model.h"
 #include "api/models/registry.h"
@@ -11,6 +12,11 @@ namespace tower {
 void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                         std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
   require_graph("compile()");
+  if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
+    distribution_ = std::move(d);
+    replicas_.reset();
+    replicas_made_ = false;
+  }
   trainer_ = std::make_unique<detail::Trainer>(*this, std::move(optimizer), std::move(losses), std::move(metrics),
                                                std::move(loss_weights));
 }
@@ -18,6 +24,15 @@ void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::
 detail::Trainer& ModelImpl::trainer() const {
   if (!trainer_) throw std::logic_error("Model '" + name() + "' is not compiled: call compile() first");
   return *trainer_;
+}
+
+detail::Replicas* ModelImpl::replicas() {
+  if (!replicas_made_ && distribution_) {
+    require_graph("running the model");
+    replicas_ = distribution_->replicate(*this);
+    replicas_made_ = true;
+  }
+  return replicas_.get();
 }
 
 Plan& ModelImpl::plan_for(Index batch_size, bool training) {
@@ -38,6 +53,35 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   return *slot;
 }
 
+namespace {
+
+// Binds rows [begin, end) of the batch's first plan.num_inputs() components as the plan's inputs; float32 inputs
+// are used in place, others converted into `staged`.
+void bind_predict_inputs(const std::string& model, Plan& plan, const data::Element& batch, Index begin, Index end,
+                         std::vector<Tensor>& staged) {
+  const bool whole = begin == 0 && end == batch[0].dim(0);
+  for (int i = 0; i < plan.num_inputs(); ++i) {
+    const std::size_t k = static_cast<std::size_t>(i);
+    const Tensor x = whole ? batch[k] : batch[k].slice(begin, end);
+    if (x.dtype() == DType::float32) {
+      plan.set_input(i, x);
+      continue;
+    }
+    staged[k] = Tensor(x.shape());
+    float* d = staged[k].data<float>();
+    if (x.dtype() == DType::uint8)
+      for (Index j = 0; j < x.numel(); ++j) d[j] = x.data<std::uint8_t>()[j];
+    else if (x.dtype() == DType::int32)
+      for (Index j = 0; j < x.numel(); ++j) d[j] = static_cast<float>(x.data<std::int32_t>()[j]);
+    else
+      throw std::invalid_argument("Model '" + model + "': predict() input " + std::to_string(i) + " of dtype " +
+                                  dtype_name(x.dtype()));
+    plan.set_input(i, staged[k]);
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictOptions& options) {
   std::vector<callbacks::CallbackPtr> cbs = options.callbacks;
   for (auto& cb : cbs) cb->set_model(this);
@@ -45,6 +89,11 @@ std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictO
   const std::size_t ni = inputs().size(), no = outputs().size();
   std::vector<std::vector<Tensor>> parts(no);
   std::vector<Tensor> staged(ni);
+  detail::Replicas* reps = replicas();
+  const int local = reps ? reps->num_local() : 1;
+  std::vector<Plan*> replica_plans(static_cast<std::size_t>(local));
+  std::vector<std::vector<Tensor>> replica_staged(static_cast<std::size_t>(local), std::vector<Tensor>(ni));
+  std::vector<Tensor> replica_outputs(static_cast<std::size_t>(local));
   auto it = data.make_iterator();
   std::int64_t s = 0;
   Index total = 0;
@@ -56,26 +105,33 @@ std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictO
                                   " components, the model has " + std::to_string(ni) + " inputs");
     for (auto& cb : cbs) cb->on_predict_batch_begin(s, {});
     const Index n = (*batch)[0].dim(0);
-    Plan& plan = plan_for(n, false);
-    for (std::size_t i = 0; i < ni; ++i) {
-      const Tensor& x = (*batch)[i];
-      if (x.dtype() == DType::float32) {
-        plan.set_input(static_cast<int>(i), x);
-      } else {
-        staged[i] = Tensor(x.shape());
-        float* d = staged[i].data<float>();
-        if (x.dtype() == DType::uint8)
-          for (Index k = 0; k < x.numel(); ++k) d[k] = x.data<std::uint8_t>()[k];
-        else if (x.dtype() == DType::int32)
-          for (Index k = 0; k < x.numel(); ++k) d[k] = static_cast<float>(x.data<std::int32_t>()[k]);
-        else
-          throw std::invalid_argument("Model '" + name() + "': predict() input " + std::to_string(i) + " of dtype " +
-                                      dtype_name(x.dtype()));
-        plan.set_input(static_cast<int>(i), staged[i]);
+    if (!reps) {
+      Plan& plan = plan_for(n, false);
+      bind_predict_inputs(name(), plan, *batch, 0, n, staged);
+      plan.forward();
+      for (std::size_t o = 0; o < no; ++o) parts[o].push_back(plan.output(static_cast<int>(o)).clone());
+    } else {
+      for (int r = 0; r < local; ++r) {
+        const auto [begin, end] = reps->slice(n, r);
+        replica_plans[static_cast<std::size_t>(r)] = end > begin ? &reps->plan(r, end - begin, false) : nullptr;
+      }
+      auto forward = [&](int r) {
+        const auto [begin, end] = reps->slice(n, r);
+        Plan& plan = *replica_plans[static_cast<std::size_t>(r)];
+        bind_predict_inputs(name(), plan, *batch, begin, end, replica_staged[static_cast<std::size_t>(r)]);
+        plan.forward();
+      };
+      reps->run(n, detail::ReplicaWork(forward), false);
+      for (std::size_t o = 0; o < no; ++o) {
+        for (int r = 0; r < local; ++r) {
+          const Plan* plan = replica_plans[static_cast<std::size_t>(r)];
+          replica_outputs[static_cast<std::size_t>(r)] = plan ? plan->output(static_cast<int>(o)) : Tensor();
+        }
+        Tensor gathered(outputs()[o].shape().with_batch(n));
+        reps->gather(n, replica_outputs, gathered);
+        parts[o].push_back(gathered);
       }
     }
-    plan.forward();
-    for (std::size_t o = 0; o < no; ++o) parts[o].push_back(plan.output(static_cast<int>(o)).clone());
     total += n;
     for (auto& cb : cbs) cb->on_predict_batch_end(s, {});
     ++s;
@@ -114,6 +170,7 @@ void ModelImpl::set_weights(const std::vector<Tensor>& values) {
 }
 
 void ModelImpl::save_weights(const std::string& path) const {
+  if (io::keras_weights_format(path) != io::KerasWeightsFormat::none) return io::save_keras_weights(*this, path);
   std::vector<io::NamedTensor> named;
   for (const VariablePtr& v : weights()) named.push_back({v->path, v->value});
   Config extra = Config::map();
@@ -121,7 +178,10 @@ void ModelImpl::save_weights(const std::string& path) const {
   io::write_weights_file(path, named, extra);
 }
 
-void ModelImpl::load_weights(const std::string& path) { assign_weights(io::read_weights_file(path), path); }
+void ModelImpl::load_weights(const std::string& path) {
+  if (io::keras_weights_format(path) != io::KerasWeightsFormat::none) return io::load_keras_weights(*this, path);
+  assign_weights(io::read_weights_file(path), path);
+}
 
 void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& path) {
   const std::vector<VariablePtr> ws = weights();

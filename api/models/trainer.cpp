@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include "api/callbacks/progbar_logger.h"
 #include "api/models/model.h"
@@ -124,94 +125,169 @@ void Trainer::check_batch(const data::Element& batch) const {
                                   " examples like component 0");
 }
 
-Trainer::LossBuffers& Trainer::loss_buffers(Index batch) {
-  auto& slot = buffers_[batch];
+Trainer::LossBuffers& Trainer::loss_buffers(BufferCache& cache, Plan& plan) {
+  auto& slot = cache[plan.batch_size()];
   if (!slot) {
     slot = std::make_unique<LossBuffers>();
-    Plan& plan = model_.plan_for(batch, false);
     for (std::size_t o = 0; o < losses_.size(); ++o) {
       const Shape pe = losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
       slot->per_example.emplace_back(pe);
       slot->scale.emplace_back(pe);
-      slot->weights.emplace_back(static_cast<std::size_t>(batch), 1.0);
+      slot->weights.emplace_back(static_cast<std::size_t>(plan.batch_size()), 1.0);
     }
     slot->staged_inputs.resize(model_.inputs().size());
   }
   return *slot;
 }
 
-double Trainer::step(const data::Element& batch, bool training) {
-  check_batch(batch);
+void Trainer::example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
+                              std::vector<double>& w) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
-  const Index n = batch[0].dim(0);
-  Plan& plan = model_.plan_for(n, training);
-  LossBuffers& lb = loss_buffers(n);
+  const Tensor& y_true = batch[ni + o];
+  const float* sw = batch.size() > ni + no ? batch[ni + no].data<float>() : nullptr;
+  w.resize(static_cast<std::size_t>(end - begin));
+  for (Index i = begin; i < end; ++i) {
+    double wi = sw ? static_cast<double>(sw[i]) : 1.0;
+    if (!class_weight_.empty()) {
+      auto it = class_weight_.find(class_of(y_true, i));
+      wi *= it == class_weight_.end() ? 1.0 : it->second;
+    }
+    w[static_cast<std::size_t>(i - begin)] = wi;
+  }
+}
+
+void Trainer::replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, bool training) {
+  const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
+  Plan& plan = *slot.plan;
+  LossBuffers& lb = *slot.buffers;
+  const bool whole = slot.begin == 0 && slot.end == n;
+  const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(slot.begin, slot.end); };
   for (std::size_t i = 0; i < ni; ++i) {
-    if (batch[i].dtype() == DType::float32 && batch[i].device() == plan.options().device) {
-      plan.set_input(static_cast<int>(i), batch[i]);
+    const Tensor x = rows(batch[i]);
+    if (x.dtype() == DType::float32 && x.device() == plan.options().device) {
+      plan.set_input(static_cast<int>(i), x);
     } else {
-      stage_float32(batch[i], lb.staged_inputs[i]);
+      stage_float32(x, lb.staged_inputs[i]);
       plan.set_input(static_cast<int>(i), lb.staged_inputs[i]);
     }
   }
   plan.forward();
-
-  const Tensor sample_weight = batch.size() > ni + no ? batch[ni + no] : Tensor();
-  if (sample_weight.defined() && (sample_weight.numel() != n || sample_weight.dtype() != DType::float32))
-    throw std::invalid_argument("Model '" + model_.name() + "': sample weights of shape " +
-                                sample_weight.shape().to_string() + " for a batch of " + std::to_string(n));
-  double total = 0;
   for (std::size_t o = 0; o < no; ++o) {
-    const Tensor& y_true = batch[ni + o];
+    const Tensor y_true = rows(batch[ni + o]);
     const Tensor& y_pred = plan.output(static_cast<int>(o));
     losses::Loss& loss = *losses_[o];
     loss.check_shapes(y_true.shape(), y_pred.shape());
     Tensor& per_example = lb.per_example[o];
     loss.forward(y_true, y_pred, per_example);
-
+    if (!training) continue;
     std::vector<double>& w = lb.weights[o];
-    const float* sw = sample_weight.defined() ? sample_weight.data<float>() : nullptr;
-    for (Index i = 0; i < n; ++i) {
-      double wi = sw ? static_cast<double>(sw[i]) : 1.0;
-      if (!class_weight_.empty()) {
-        auto it = class_weight_.find(class_of(y_true, i));
-        wi *= it == class_weight_.end() ? 1.0 : it->second;
-      }
-      w[static_cast<std::size_t>(i)] = wi;
+    example_weights(batch, o, slot.begin, slot.end, w);
+    // sum_over_batch_size over the global batch: the replicas' parts of the gradient add up to the gradient of
+    // the whole batch's loss.
+    const Index values = per_example.numel(), per = values / (slot.end - slot.begin);
+    const double k = loss_weights_[o] / static_cast<double>(n * per);
+    float* scale = lb.scale[o].data<float>();
+    for (Index i = 0; i < values; ++i) scale[i] = static_cast<float>(k * w[static_cast<std::size_t>(i / per)]);
+    const bool fuse = loss.can_fuse_softmax() && plan.output_is_fusable_softmax(static_cast<int>(o));
+    plan.set_output_grad_is_logits(static_cast<int>(o), fuse);
+    if (fuse)
+      loss.backward_through_softmax(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
+    else
+      loss.backward(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
+  }
+  if (training) plan.backward();
+}
+
+Trainer::Gathered& Trainer::distributed_step(detail::Replicas& replicas, const data::Element& batch,
+                                             bool training) {
+  const Index n = batch[0].dim(0);
+  const int local = replicas.num_local();
+  const auto locals = static_cast<std::size_t>(local);
+  if (replica_buffers_.size() != locals) replica_buffers_.resize(locals);
+  slots_.resize(locals);
+  parts_.resize(locals);
+  for (int r = 0; r < local; ++r) {
+    ReplicaSlot& slot = slots_[static_cast<std::size_t>(r)];
+    std::tie(slot.begin, slot.end) = replicas.slice(n, r);
+    slot.plan = slot.end > slot.begin ? &replicas.plan(r, slot.end - slot.begin, training) : nullptr;
+    slot.buffers = slot.plan ? &loss_buffers(replica_buffers_[static_cast<std::size_t>(r)], *slot.plan) : nullptr;
+  }
+  auto work = [&](int r) { replica_step(slots_[static_cast<std::size_t>(r)], batch, n, training); };
+  replicas.run(n, detail::ReplicaWork(work), training);
+
+  Gathered& g = gathered_[n];
+  const std::size_t no = losses_.size();
+  if (g.per_example.empty())
+    for (std::size_t o = 0; o < no; ++o) {
+      const Shape y_pred = model_.outputs()[o].shape().with_batch(n);
+      g.per_example.emplace_back(losses_[o]->per_example_shape(y_pred));
+      g.y_pred.emplace_back(y_pred);
     }
+  for (std::size_t o = 0; o < no; ++o) {
+    for (std::size_t r = 0; r < locals; ++r) parts_[r] = slots_[r].buffers ? slots_[r].buffers->per_example[o] : Tensor();
+    replicas.gather(n, parts_, g.per_example[o]);
+    if (metrics_[o].empty()) continue;
+    for (std::size_t r = 0; r < locals; ++r)
+      parts_[r] = slots_[r].plan ? slots_[r].plan->output(static_cast<int>(o)) : Tensor();
+    replicas.gather(n, parts_, g.y_pred[o]);
+  }
+  return g;
+}
+
+double Trainer::step(const data::Element& batch, bool training) {
+  check_batch(batch);
+  const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
+  const Index n = batch[0].dim(0);
+  const Tensor sample_weight = batch.size() > ni + no ? batch[ni + no] : Tensor();
+  if (sample_weight.defined() && (sample_weight.numel() != n || sample_weight.dtype() != DType::float32))
+    throw std::invalid_argument("Model '" + model_.name() + "': sample weights of shape " +
+                                sample_weight.shape().to_string() + " for a batch of " + std::to_string(n));
+
+  // Per output: every example's loss values and the predictions, from the model's own plan or gathered from
+  // the strategy's replicas.
+  detail::Replicas* replicas = model_.replicas();
+  Plan* plan = nullptr;
+  LossBuffers* single = nullptr;
+  Gathered* gathered = nullptr;
+  if (replicas) {
+    gathered = &distributed_step(*replicas, batch, training);
+  } else {
+    plan = &model_.plan_for(n, training);
+    single = &loss_buffers(buffers_, *plan);
+    ReplicaSlot slot{0, n, plan, single};
+    replica_step(slot, batch, n, training);
+  }
+
+  double total = 0;
+  for (std::size_t o = 0; o < no; ++o) {
+    const Tensor& y_true = batch[ni + o];
+    const Tensor& per_example = gathered ? gathered->per_example[o] : single->per_example[o];
+    example_weights(batch, o, 0, n, weights_);
     const Index values = per_example.numel(), per = values / n;
     const float* pe = per_example.data<float>();
     double sum = 0;
-    for (Index i = 0; i < values; ++i) sum += w[static_cast<std::size_t>(i / per)] * pe[i];
+    for (Index i = 0; i < values; ++i) sum += weights_[static_cast<std::size_t>(i / per)] * pe[i];
     // sum_over_batch_size: divide by the number of per-example values.
     const double value = sum / static_cast<double>(values);
     output_loss_sum_[o] += value * static_cast<double>(n);
     total += loss_weights_[o] * value;
-
-    if (training) {
-      float* scale = lb.scale[o].data<float>();
-      const double k = loss_weights_[o] / static_cast<double>(values);
-      for (Index i = 0; i < values; ++i) scale[i] = static_cast<float>(k * w[static_cast<std::size_t>(i / per)]);
-      const bool fuse = loss.can_fuse_softmax() && plan.output_is_fusable_softmax(static_cast<int>(o));
-      plan.set_output_grad_is_logits(static_cast<int>(o), fuse);
-      if (fuse)
-        loss.backward_through_softmax(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
-      else
-        loss.backward(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
-    }
+    if (metrics_[o].empty()) continue;
+    const Tensor& y_pred = gathered ? gathered->y_pred[o] : plan->output(static_cast<int>(o));
     for (const auto& m : metrics_[o]) m->update_state(y_true, y_pred, sample_weight);
   }
 
-  const std::vector<VariablePtr>& trainable = training ? plan.trainable_weights() : model_.trainable_weights();
+  const std::vector<VariablePtr>& trainable =
+      training && plan ? plan->trainable_weights() : model_.trainable_weights();
   for (const VariablePtr& v : trainable) total += v->regularizer.penalty(v->value);
   if (training) {
-    plan.backward();
+    const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
     for (std::size_t k = 0; k < trainable.size(); ++k)
       if (trainable[k]->regularizer.active()) {
-        Tensor g = plan.weight_grads()[k];
+        Tensor g = grads[k];
         trainable[k]->regularizer.add_gradient(trainable[k]->value, g);
       }
-    optimizer_->apply_gradients(plan.trainable_weights(), plan.weight_grads());
+    optimizer_->apply_gradients(trainable, grads);
+    if (replicas) replicas->after_update();
   }
   loss_sum_ += total * static_cast<double>(n);
   loss_count_ += static_cast<double>(n);
@@ -233,7 +309,8 @@ Logs Trainer::test_on_batch(const data::Element& batch) {
 Logs Trainer::evaluate(const data::Dataset& data, const EvaluateOptions& options,
                        const std::vector<CallbackPtr>* fit_callbacks) {
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
-  if (!fit_callbacks && options.verbose > 0) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  if (!fit_callbacks && options.verbose > 0 && model_.is_chief())
+    cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
   callbacks::Params params;
   params.verbose = options.verbose;
   const std::int64_t card = data.cardinality();
@@ -270,7 +347,8 @@ callbacks::History Trainer::fit(const data::Dataset& train, const FitOptions& op
   class_weight_ = options.class_weight;
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
-  if (options.verbose > 0) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  // Only the chief of a multi-worker strategy shows progress.
+  if (options.verbose > 0 && model_.is_chief()) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
   cbs.push_back(history);
   callbacks::Params params;
   params.epochs = options.epochs;

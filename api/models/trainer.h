@@ -13,6 +13,7 @@
 #include "api/graph/plan.h"
 #include "api/losses/loss.h"
 #include "api/metrics/metric.h"
+#include "api/models/distribution.h"
 #include "api/optimizers/optimizer.h"
 
 namespace tower {
@@ -69,15 +70,36 @@ class Trainer {
   callbacks::Logs logs() const;
 
  private:
-  // Per batch size: loss values, gradient scales, per-example weights, float32 copies of other inputs.
+  // Per batch size (of one replica): loss values, gradient scales, per-example weights, float32 copies of
+  // other inputs.
   struct LossBuffers {
     std::vector<Tensor> per_example, scale;
     std::vector<std::vector<double>> weights;
     std::vector<Tensor> staged_inputs;
   };
+  using BufferCache = std::map<Index, std::unique_ptr<LossBuffers>>;
+  // One replica's share of a step: rows [begin, end) of the batch, its plan and buffers (null without rows).
+  struct ReplicaSlot {
+    Index begin = 0, end = 0;
+    Plan* plan = nullptr;
+    LossBuffers* buffers = nullptr;
+  };
+  // Under a strategy, per global batch size: every replica's per-example losses and predictions, per output.
+  struct Gathered {
+    std::vector<Tensor> per_example, y_pred;
+  };
   // Forward, loss, and for training backward + optimizer step. Returns the loss value of this batch.
   double step(const data::Element& batch, bool training);
-  LossBuffers& loss_buffers(Index batch);
+  // One replica's forward on its rows of a global batch of n examples, their per-example losses and, for
+  // training, the gradient of its part of the loss (sum over its rows / the global count) and backward.
+  void replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, bool training);
+  // Runs every replica of the model's strategy on the batch; returns the gathered per-example losses and
+  // predictions.
+  Gathered& distributed_step(detail::Replicas& replicas, const data::Element& batch, bool training);
+  LossBuffers& loss_buffers(BufferCache& cache, Plan& plan);
+  // Sample weight times class weight of rows [begin, end) of output o's targets, into w.
+  void example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
+                       std::vector<double>& w) const;
   void check_batch(const data::Element& batch) const;
 
   ModelImpl& model_;
@@ -89,7 +111,12 @@ class Trainer {
   std::map<int, double> class_weight_;
   double loss_sum_ = 0, loss_count_ = 0;
   std::vector<double> output_loss_sum_;
-  std::map<Index, std::unique_ptr<LossBuffers>> buffers_;
+  BufferCache buffers_;
+  std::vector<BufferCache> replica_buffers_;  // under a strategy: per local replica
+  std::vector<ReplicaSlot> slots_;
+  std::map<Index, Gathered> gathered_;
+  std::vector<Tensor> parts_;
+  std::vector<double> weights_;  // per-example weights of the whole batch
 };
 
 }  // namespace detail

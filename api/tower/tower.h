@@ -25,4 +25,6 @@
 #include "api/models/trainer.h"
 #include "api/optimizers/optimizers.h"
 #include "api/regularizers/regularizers.h"
+#include "applications/applications.h"
 #include "layers/layers.h"
+#include "distribute/distribute.h"

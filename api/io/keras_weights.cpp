@@ -1,0 +1,227 @@
+#include "api/io/keras_weights.h"
+
+#include <map>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "api/io/hdf5_file.h"
+#include "api/io/weights_file.h"
+#include "api/models/model.h"
+
+namespace tower::io {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string prefix(const std::string& path) { return "Keras weights file '" + path + "': "; }
+
+// Keras' Layer.save_own_variables order: variables created trainable, then the others, each in creation order.
+std::vector<VariablePtr> keras3_order(const Layer& layer) {
+  std::vector<VariablePtr> out;
+  for (const VariablePtr& v : layer.weights())
+    if (v->trainable) out.push_back(v);
+  for (const VariablePtr& v : layer.weights())
+    if (!v->trainable) out.push_back(v);
+  return out;
+}
+
+// The legacy format's order: layer.trainable_weights + layer.non_trainable_weights.
+std::vector<VariablePtr> legacy_order(const Layer& layer) {
+  std::vector<VariablePtr> out = layer.trainable_weights();
+  for (const VariablePtr& v : layer.non_trainable_weights()) out.push_back(v);
+  return out;
+}
+
+// Keras' _get_unique_name: "conv2d", then "conv2d_1", "conv2d_2", ...
+std::string unique_group_name(const std::string& type, std::map<std::string, int>& used) {
+  const std::string base = to_snake_case(type);
+  const int n = used[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+const ModelImpl* as_model(const LayerPtr& layer) { return dynamic_cast<const ModelImpl*>(layer.get()); }
+
+std::string layer_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+// Weights read and checked, assigned only once the whole file has been checked.
+using Staged = std::vector<std::pair<VariablePtr, Tensor>>;
+
+void stage(const std::string& path, const Layer& layer, const std::vector<VariablePtr>& vars, const Hdf5Group& group,
+           const std::vector<std::string>& datasets, Staged& staged) {
+  if (datasets.size() != vars.size()) {
+    std::string names;
+    for (const VariablePtr& v : vars) names += (names.empty() ? "" : ", ") + v->name;
+    throw std::invalid_argument(prefix(path) + "layer '" + layer.name() + "' (" + layer.type() + ") has " +
+                                std::to_string(datasets.size()) + " weights in the file ('" + group.path() +
+                                "'), the model's layer has " + std::to_string(vars.size()) + " (" + names + ")");
+  }
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    const Shape shape = group.dataset_shape(datasets[i]);
+    if (shape != vars[i]->value.shape())
+      throw std::invalid_argument(prefix(path) + "layer '" + layer.name() + "', weight " + std::to_string(i) + " '" +
+                                  vars[i]->name + "': the file has shape " + shape.to_string() + " ('" +
+                                  group.path() + "/" + datasets[i] + "'), the model has " +
+                                  vars[i]->value.shape().to_string());
+    staged.emplace_back(vars[i], group.read_dataset(datasets[i]));
+  }
+}
+
+// ---- Keras 3 ---------------------------------------------------------------------------------------------------
+
+void write_keras3(const ModelImpl& model, Hdf5Group group) {
+  group.create_group("vars").set_string_attribute("name", model.name());
+  std::map<std::string, int> used;
+  for (const LayerPtr& layer : model.layers()) {
+    const std::string child = "layers/" + unique_group_name(layer->type(), used);
+    if (const ModelImpl* nested = as_model(layer)) {
+      write_keras3(*nested, group.create_group(child));
+      continue;
+    }
+    Hdf5Group vars = group.create_group(child + "/vars");
+    vars.set_string_attribute("name", layer->name());
+    const std::vector<VariablePtr> ws = keras3_order(*layer);
+    for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+  }
+}
+
+void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Group& group, Staged& staged) {
+  if (!group.has_group("layers"))
+    throw std::runtime_error(prefix(path) + "no group '" + group.path() +
+                             (group.path() == "/" ? "" : "/") + "layers': not a Keras .weights.h5 file");
+  const Hdf5Group layers = group.group("layers");
+  // The file's layers by their "name" attribute (Keras 3 writes one on every layer's vars group).
+  std::map<std::string, std::string> by_name;
+  std::vector<std::string> file_names;
+  for (const std::string& child : layers.children()) {
+    const std::string vars = child + "/vars";
+    if (!layers.has_group(vars)) continue;
+    const Hdf5Group g = layers.group(vars);
+    if (!g.has_attribute("name")) continue;
+    by_name.emplace(g.string_attribute("name"), child);
+    file_names.push_back(g.string_attribute("name"));
+  }
+  std::map<std::string, int> used;
+  for (const LayerPtr& layer : model.layers()) {
+    const std::string keras_group = unique_group_name(layer->type(), used);
+    const ModelImpl* nested = as_model(layer);
+    const std::vector<VariablePtr> vars = keras3_order(*layer);
+    if (vars.empty()) continue;
+    std::string child;
+    if (by_name.empty()) {
+      if (!layers.has_group(keras_group))
+        throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                    ") is not in the file (no group '" + layers.path() + "/" + keras_group + "')");
+      child = keras_group;
+    } else {
+      const auto it = by_name.find(layer->name());
+      if (it == by_name.end())
+        throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                    ") is not in the file, whose layers under '" + layers.path() +
+                                    "' are: " + layer_list(file_names));
+      child = it->second;
+    }
+    if (nested) {
+      read_keras3(path, *nested, layers.group(child), staged);
+      continue;
+    }
+    // A layer group without vars holds no weights; stage() reports the count mismatch.
+    const Hdf5Group g = layers.has_group(child + "/vars") ? layers.group(child + "/vars") : layers.group(child);
+    std::vector<std::string> datasets;
+    for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
+    std::size_t all = 0;
+    for (const std::string& c : g.children()) all += g.has_dataset(c) ? 1 : 0;
+    if (all != datasets.size())
+      throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
+                               layer_list(g.children()));
+    stage(path, *layer, vars, g, datasets, staged);
+  }
+}
+
+// ---- legacy .h5 ------------------------------------------------------------------------------------------------
+
+// Keras' load_attributes_from_hdf5_group: `name`, or the chunks name0, name1, ... of a long list.
+bool read_chunked_list(const Hdf5Group& group, const std::string& name, std::vector<std::string>& out) {
+  if (group.has_attribute(name)) {
+    out = group.string_list_attribute(name);
+    return true;
+  }
+  if (!group.has_attribute(name + "0")) return false;
+  out.clear();
+  for (int k = 0; group.has_attribute(name + std::to_string(k)); ++k)
+    for (std::string& s : group.string_list_attribute(name + std::to_string(k))) out.push_back(std::move(s));
+  return true;
+}
+
+void read_legacy(const std::string& path, const ModelImpl& model, const Hdf5File& file, Staged& staged) {
+  Hdf5Group root = file;
+  std::vector<std::string> layer_names;
+  if (!read_chunked_list(root, "layer_names", layer_names)) {
+    if (!root.has_group("model_weights"))
+      throw std::runtime_error(prefix(path) +
+                               "no attribute 'layer_names' at the root or in 'model_weights': not a Keras .h5 "
+                               "weights file");
+    root = root.group("model_weights");
+    if (!read_chunked_list(root, "layer_names", layer_names))
+      throw std::runtime_error(prefix(path) + "no attribute 'layer_names' in '/model_weights': not a Keras .h5 "
+                                              "weights file");
+  }
+  for (const LayerPtr& layer : model.layers()) {
+    const std::vector<VariablePtr> vars = legacy_order(*layer);
+    if (vars.empty()) continue;
+    bool listed = false;
+    for (const std::string& n : layer_names) listed = listed || n == layer->name();
+    if (!listed || !root.has_group(layer->name()))
+      throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                  ") is not in the file, whose layers are: " + layer_list(layer_names));
+    const Hdf5Group g = root.group(layer->name());
+    std::vector<std::string> weight_names;
+    if (!read_chunked_list(g, "weight_names", weight_names))
+      throw std::runtime_error(prefix(path) + "group '" + g.path() + "' has no attribute 'weight_names'");
+    for (const std::string& w : weight_names)
+      if (!g.has_dataset(w))
+        throw std::runtime_error(prefix(path) + "weight_names of '" + g.path() + "' lists '" + w +
+                                 "', which is not a dataset there");
+    stage(path, *layer, vars, g, weight_names, staged);
+  }
+}
+
+}  // namespace
+
+KerasWeightsFormat keras_weights_format(const std::string& path) {
+  if (ends_with(path, ".weights.h5")) return KerasWeightsFormat::keras3;
+  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return KerasWeightsFormat::legacy;
+  return KerasWeightsFormat::none;
+}
+
+void save_keras_weights(const ModelImpl& model, const std::string& path) {
+  if (keras_weights_format(path) != KerasWeightsFormat::keras3)
+    throw std::invalid_argument(prefix(path) + "Keras weights are written as Keras 3 .weights.h5 files only; "
+                                               "use a path ending in '.weights.h5'");
+  Hdf5File file = Hdf5File::create_in_memory(path);
+  write_keras3(model, file);
+  write_file_atomically(path, file.image());
+}
+
+void load_keras_weights(ModelImpl& model, const std::string& path) {
+  const KerasWeightsFormat format = keras_weights_format(path);
+  if (format == KerasWeightsFormat::none)
+    throw std::invalid_argument(prefix(path) + "not a Keras weights file name (expected '.weights.h5', '.h5' or "
+                                               "'.hdf5')");
+  const Hdf5File file = Hdf5File::open(path);
+  Staged staged;
+  if (format == KerasWeightsFormat::keras3)
+    read_keras3(path, model, file, staged);
+  else
+    read_legacy(path, model, file, staged);
+  for (auto& [var, value] : staged) var->value.copy_from(value);
+}
+
+}  // namespace tower::io

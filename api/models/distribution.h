@@ -1,0 +1,86 @@
+#pragma once
+// The training loop's view of a distribution strategy. distribute/ implements these interfaces (MirroredStrategy
+// and friends); api/ drives them without knowing how replicas are placed or how they talk. Without a strategy
+// (no scope, or the default strategy) a model has no Replicas and runs its own single plan, exactly as before
+// strategies existed.
+//
+// A model captures the strategy whose scope is active when it is made (and again when it is compiled inside
+// a scope, as Keras' compile does); fit, evaluate, predict and train_on_batch then run on that strategy's
+// replicas wherever they are called.
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "api/core/tensor.h"
+
+namespace tower {
+
+class ModelImpl;
+class Plan;
+
+namespace detail {
+
+// A non-owning reference to a callable void(int replica), so a step hands its per-replica work to replica
+// threads without allocating.
+class ReplicaWork {
+ public:
+  template <class F>
+  explicit ReplicaWork(F& fn) : object_(&fn), call_([](void* o, int r) { (*static_cast<F*>(o))(r); }) {}
+  void operator()(int replica) const { call_(object_, replica); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int);
+};
+
+// One model's replicas on this worker. Replicas are numbered 0 .. num_local() - 1 here; every worker sees the
+// same global batches, and each local replica takes rows slice(n, r) of a global batch of n.
+class Replicas {
+ public:
+  virtual ~Replicas() = default;
+  virtual int num_local() const = 0;
+  // Rows [begin, end) of a global batch of n that local replica r takes (tf.distribute's split: consecutive
+  // chunks of ceil(n / replicas in sync), so a short batch leaves the last replicas fewer rows or none).
+  virtual std::pair<Index, Index> slice(Index n, int r) const = 0;
+  // Replica r's plan for `batch` >= 1 rows, made on first use and kept; remade when the model's trainable
+  // weights change. Its layers see the replica through ForwardContext/BackwardContext::replica.
+  virtual Plan& plan(int r, Index batch, bool training) = 0;
+  // Calls work(r) for every local replica with rows in a global batch of n, in parallel, and returns when all
+  // have finished; rethrows the first exception a replica threw. With reduce_gradients, work(r) must have run
+  // backward on the plan plan(r, ...) returned last, and gradients() then holds the sum of every replica's
+  // gradients on every worker.
+  virtual void run(Index n, const ReplicaWork& work, bool reduce_gradients) = 0;
+  // After run(..., true): the summed gradients, parallel to the replicas' plans' trainable_weights().
+  virtual const std::vector<Tensor>& gradients() const = 0;
+  // Assembles a [n, ...] tensor from per-replica pieces: parts[r] ([rows of slice(n, r), ...]) of every local
+  // replica with rows is copied into `global` (allocated by the caller, [n, ...]) at its rows, and with several
+  // workers the other workers' rows are received too, so every worker ends with all n rows. Parts of replicas
+  // without rows are ignored.
+  virtual void gather(Index n, std::span<const Tensor> parts, Tensor& global) = 0;
+  // After the optimizer step: makes what the replicas of other workers hold equal (their copies of the
+  // non-trainable weights, which only the first replica's batch statistics update). Nothing to do in-process.
+  virtual void after_update() {}
+};
+
+// A strategy, as the model and the training loop see it.
+class Distribution {
+ public:
+  virtual ~Distribution() = default;
+  virtual int num_replicas_in_sync() const = 0;
+  // False on every worker but the first: only the chief writes checkpoints, logs and progress bars.
+  virtual bool is_chief() const { return true; }
+  // The model's replicas under this strategy; null when the strategy runs a model as it runs without one.
+  virtual std::unique_ptr<Replicas> replicate(ModelImpl& model) = 0;
+};
+
+using DistributionPtr = std::shared_ptr<Distribution>;
+
+// The strategy of the innermost active scope on this thread, or null outside any scope.
+DistributionPtr current_distribution();
+// Scopes nest per thread; a push is undone by exactly one pop, in reverse order.
+void push_distribution(DistributionPtr distribution);
+void pop_distribution();
+
+}  // namespace detail
+}  // namespace tower

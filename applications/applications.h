@@ -1,0 +1,3 @@
+#pragma once
+// Every model in tower::applications.
+#include "applications/mobilenet_v2.h"

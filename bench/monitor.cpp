@@ -1,0 +1,277 @@
+// What the training monitor costs: examples/sec of the same model, data and seed trained
+//   none     without a LiveMonitor
+//   reading  with a LiveMonitor sending to a monitor that reads every event (a child process that reads and
+//            discards)
+//   gui      the same, to the real tower-monitor (drawing every update) listening on --monitor-port, if given
+//   stalled  with a LiveMonitor sending to a "monitor" that accepted the connection and has long stopped
+//            reading: before fit, events are sent until the socket buffers and the LiveMonitor's queue are full,
+//            so every batch event of the run is formatted and dropped
+//   absent   with a LiveMonitor and nothing listening (it keeps retrying the connection)
+// Configurations are interleaved: `rounds` rounds, each running every configuration once in a rotated order,
+// so that a slow spell of a noisy machine hits them all alike. Each run is a fresh model from the same seed,
+// `steps` batches of 128 Fashion-MNIST images; examples/sec is timed from the end of batch 10 to the last,
+// and so is the process's CPU time (all threads) per example, and the time the LiveMonitor's batch hooks take
+// on the training thread. Prints a JSON line per run, then per configuration the median examples/sec, the
+// median over rounds of its ratio to "none" in the same round, the same ratio of CPU time per example, and
+// the median share of the step time spent in the LiveMonitor's hooks (a bound on its cost to the training
+// thread that a noisy machine does not blur).
+//   bench_monitor [mlp|convnet] [rounds=5] [steps=300] [--monitor-port P]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <tower/tower.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace tower;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// `receive_buffer` > 0 shrinks the buffer of the connections accepted later.
+int listen_on_loopback(int* port, int receive_buffer = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 16) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
+    std::perror("bench_monitor: listen");
+    std::exit(1);
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+// The stand-in monitors, in a child process started before any training thread exists: connections to
+// `reading` are read to the end, connections to `stalled` are accepted and never read.
+pid_t start_monitors(int reading, int stalled) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  std::vector<pollfd> fds = {{reading, POLLIN, 0}, {stalled, POLLIN, 0}};
+  std::vector<int> held;
+  static char buffer[1 << 16];
+  for (;;) {
+    if (::poll(fds.data(), fds.size(), -1) < 0) continue;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (i < 2) {
+        const int c = ::accept(fds[i].fd, nullptr, nullptr);
+        if (c < 0) continue;
+        if (i == 0) fds.push_back({c, POLLIN, 0});
+        else held.push_back(c);
+      } else if (::read(fds[i].fd, buffer, sizeof buffer) <= 0) {
+        ::close(fds[i].fd);
+        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i--));
+      }
+    }
+  }
+}
+
+Sequential make_model(const std::string& which) {
+  set_random_seed(1);
+  Sequential model({InputLayer({.shape = {28, 28, 1}})});
+  if (which == "mlp") {
+    model.add(layers::Flatten());
+    model.add(layers::Dense({.units = 256, .activation = "relu"}));
+    model.add(layers::Dense({.units = 256, .activation = "relu"}));
+  } else {
+    model.add(layers::Conv2D({.filters = 32, .kernel_size = 3, .activation = "relu"}));
+    model.add(layers::MaxPooling2D());
+    model.add(layers::Conv2D({.filters = 64, .kernel_size = 3, .activation = "relu"}));
+    model.add(layers::MaxPooling2D());
+    model.add(layers::Flatten());
+    model.add(layers::Dropout({.rate = 0.5}));
+  }
+  model.add(layers::Dense({.units = 10, .activation = "softmax"}));
+  model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(),
+                {metrics::SparseCategoricalAccuracy()});
+  return model;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+struct Result {
+  double examples_per_sec = 0;
+  double cpu_per_example = 0;   // seconds
+  double hook_per_batch = 0;    // seconds in the LiveMonitor's batch hooks
+  double step_seconds = 0;      // wall time per batch
+  std::int64_t sent = 0, dropped = 0;
+};
+
+// Forwards to a LiveMonitor and adds up the time its batch hooks take on the training thread.
+class TimedMonitor : public callbacks::Callback {
+ public:
+  explicit TimedMonitor(std::shared_ptr<callbacks::LiveMonitor> monitor) : monitor_(std::move(monitor)) {}
+  void on_train_begin(const callbacks::Logs& logs) override {
+    monitor_->set_model(model());
+    monitor_->set_params(params());
+    monitor_->on_train_begin(logs);
+  }
+  void on_epoch_begin(int epoch, const callbacks::Logs& logs) override { monitor_->on_epoch_begin(epoch, logs); }
+  void on_train_batch_begin(std::int64_t batch, const callbacks::Logs& logs) override {
+    const Clock::time_point t = Clock::now();
+    monitor_->on_train_batch_begin(batch, logs);
+    seconds_ += std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  void on_train_batch_end(std::int64_t batch, const callbacks::Logs& logs) override {
+    const Clock::time_point t = Clock::now();
+    monitor_->on_train_batch_end(batch, logs);
+    seconds_ += std::chrono::duration<double>(Clock::now() - t).count();
+    ++batches_;
+  }
+  void on_epoch_end(int epoch, const callbacks::Logs& logs) override { monitor_->on_epoch_end(epoch, logs); }
+  void on_train_end(const callbacks::Logs& logs) override { monitor_->on_train_end(logs); }
+  double seconds_per_batch() const { return batches_ ? seconds_ / double(batches_) : 0; }
+
+ private:
+  std::shared_ptr<callbacks::LiveMonitor> monitor_;
+  double seconds_ = 0;
+  std::int64_t batches_ = 0;
+};
+
+constexpr int kWarmup = 10;
+constexpr int kBatch = 128;
+
+// `fill`: make the monitor's queue full before training (a monitor that stopped reading long ago).
+Result train(const std::string& which, const data::Dataset& data, int steps, std::optional<int> port, bool fill) {
+  Sequential model = make_model(which);
+  Clock::time_point start, end;
+  double cpu_start = 0, cpu_end = 0;
+  auto timer = std::make_shared<callbacks::LambdaCallback>(callbacks::LambdaCallbackOptions{
+      .on_train_batch_end = [&](std::int64_t batch, const callbacks::Logs&) {
+        if (batch + 1 == kWarmup) {
+          start = Clock::now();
+          cpu_start = cpu_seconds();
+        }
+        if (batch + 1 == steps) {
+          end = Clock::now();
+          cpu_end = cpu_seconds();
+        }
+      }});
+  std::vector<callbacks::CallbackPtr> cbs;
+  std::shared_ptr<callbacks::LiveMonitor> monitor;
+  std::shared_ptr<TimedMonitor> timed;
+  if (port) {
+    monitor = std::make_shared<callbacks::LiveMonitor>(callbacks::LiveMonitorOptions{.port = *port, .run = "bench"});
+    timed = std::make_shared<TimedMonitor>(monitor);
+    cbs.push_back(timed);
+  }
+  if (fill) {
+    callbacks::Logs logs;
+    logs.set("loss", 0.5);
+    logs.set("sparse_categorical_accuracy", 0.5);
+    logs.set("size", kBatch);
+    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(30);
+    while (monitor->dropped() == 0 && Clock::now() < give_up) monitor->on_train_batch_end(0, logs);
+  }
+  cbs.push_back(timer);
+  const std::int64_t dropped_before = monitor ? monitor->dropped() : 0, sent_before = monitor ? monitor->sent() : 0;
+  model.fit(data, {.epochs = 1, .verbose = 0, .callbacks = cbs, .steps_per_epoch = steps});
+  Result r;
+  r.examples_per_sec = double(steps - kWarmup) * kBatch / std::chrono::duration<double>(end - start).count();
+  r.cpu_per_example = (cpu_end - cpu_start) / (double(steps - kWarmup) * kBatch);
+  r.step_seconds = std::chrono::duration<double>(end - start).count() / double(steps - kWarmup);
+  if (timed) r.hook_per_batch = timed->seconds_per_batch();
+  if (monitor) {
+    monitor->flush(0.5);
+    r.sent = monitor->sent() - sent_before;
+    r.dropped = monitor->dropped() - dropped_before;
+  }
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::optional<int> monitor_port;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--monitor-port") {
+      monitor_port = std::atoi(args[i + 1].c_str());
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      break;
+    }
+  const std::string which = args.size() > 0 ? args[0] : "mlp";
+  const int rounds = args.size() > 1 ? std::atoi(args[1].c_str()) : 5;
+  const int steps = args.size() > 2 ? std::atoi(args[2].c_str()) : 300;
+  if ((which != "mlp" && which != "convnet") || rounds < 1 || steps <= kWarmup) {
+    std::fprintf(stderr, "usage: bench_monitor [mlp|convnet] [rounds>=1] [steps>%d] [--monitor-port P]\n", kWarmup);
+    return 2;
+  }
+
+  int reading_port = 0, stalled_port = 0, absent_port = 0;
+  const int reading_fd = listen_on_loopback(&reading_port);
+  const int stalled_fd = listen_on_loopback(&stalled_port, 4096);
+  ::close(listen_on_loopback(&absent_port));  // free a moment ago: nothing listens there
+  const pid_t monitors = start_monitors(reading_fd, stalled_fd);
+  ::close(reading_fd);
+  ::close(stalled_fd);
+
+  const auto data = data::fashion_mnist::load("train").shuffle(10000, 7).batch(kBatch).prefetch(2).repeat();
+  std::vector<std::pair<std::string, std::optional<int>>> configs = {
+      {"none", std::nullopt}, {"reading", reading_port}, {"stalled", stalled_port}, {"absent", absent_port}};
+  if (monitor_port) configs.insert(configs.begin() + 2, {"gui", *monitor_port});
+  std::map<std::string, std::vector<double>> speeds, ratios, cpu_ratios, hook_fractions;
+  for (int round = 0; round < rounds; ++round) {
+    std::map<std::string, Result> this_round;
+    for (std::size_t k = 0; k < configs.size(); ++k) {
+      const auto& [name, port] = configs[(k + std::size_t(round)) % configs.size()];
+      const Result r = train(which, data, steps, port, name == "stalled");
+      this_round[name] = r;
+      speeds[name].push_back(r.examples_per_sec);
+      hook_fractions[name].push_back(r.hook_per_batch / r.step_seconds);
+      std::printf("{\"model\": \"%s\", \"round\": %d, \"config\": \"%s\", \"examples_per_sec\": %.1f, "
+                  "\"cpu_us_per_example\": %.3f, \"hook_us_per_batch\": %.2f, \"step_ms\": %.3f, \"sent\": %lld, "
+                  "\"dropped\": %lld}\n",
+                  which.c_str(), round, name.c_str(), r.examples_per_sec, 1e6 * r.cpu_per_example,
+                  1e6 * r.hook_per_batch, 1e3 * r.step_seconds,
+                  static_cast<long long>(r.sent), static_cast<long long>(r.dropped));
+      std::fflush(stdout);
+    }
+    for (const auto& [name, r] : this_round) {
+      ratios[name].push_back(r.examples_per_sec / this_round["none"].examples_per_sec);
+      cpu_ratios[name].push_back(r.cpu_per_example / this_round["none"].cpu_per_example);
+    }
+  }
+  ::kill(monitors, SIGTERM);
+  ::waitpid(monitors, nullptr, 0);
+
+  std::printf("\n%s, %d rounds of %d steps (batch %d), %d threads\n", which.c_str(), rounds, steps, kBatch,
+              backend::num_threads());
+  std::printf("%-8s %12s %17s %14s %15s %14s %12s\n", "config", "median ex/s", "min..max", "median ratio", "min..max",
+              "CPU/ex ratio", "hook/step");
+  for (const auto& [name, port] : configs) {
+    const auto [lo, hi] = std::minmax_element(speeds[name].begin(), speeds[name].end());
+    const auto [rlo, rhi] = std::minmax_element(ratios[name].begin(), ratios[name].end());
+    std::printf("%-8s %12.0f %8.0f..%-8.0f %14.4f %7.3f..%-6.3f %14.4f %11.3f%%\n", name.c_str(), median(speeds[name]),
+                *lo, *hi, median(ratios[name]), *rlo, *rhi, median(cpu_ratios[name]), 100 * median(hook_fractions[name]));
+  }
+  return 0;
+}

@@ -1,0 +1,34 @@
+#pragma once
+// A reusable barrier for the replica threads of one step, which a failing replica can abort so that the others,
+// waiting for it inside a collective, throw instead of waiting forever. Allocation-free.
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+
+namespace tower::distribute::detail {
+
+// Thrown by Barrier::arrive_and_wait once the barrier is aborted: the step failed elsewhere.
+class Aborted : public std::runtime_error {
+ public:
+  Aborted() : std::runtime_error("the step was aborted because another replica failed") {}
+};
+
+class Barrier {
+ public:
+  // Sets the number of threads that meet at the barrier and clears an abort. Requires no thread waiting.
+  void reset(int parties);
+  int parties() const { return parties_; }
+  // Returns once `parties` threads have arrived (the barrier then resets itself for the next use). Throws
+  // Aborted if the barrier is or becomes aborted.
+  void arrive_and_wait();
+  // Wakes every waiting thread with Aborted, and makes every later arrival throw it until reset().
+  void abort();
+
+ private:
+  int parties_ = 1;
+  std::atomic<int> arrived_{0};
+  std::atomic<std::uint32_t> generation_{0};
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace tower::distribute::detail

@@ -1,0 +1,32 @@
+#pragma once
+// Device names a strategy accepts, as TensorFlow writes them. A logical device is what one replica runs on:
+//   "cpu:N"  a logical CPU device (TensorFlow's virtual CPU devices). Any N >= 0 is available: every logical CPU
+//            device computes on the host, so {"cpu:0", "cpu:1"} is two replicas on one machine;
+//   "gpu:N"  GPU N of those this process sees (cuda_device_count()); "cuda:N" is the same device.
+// Also accepted, in any case: a leading '/', "/device:CPU:N", "/job:localhost/replica:0/task:0/device:GPU:N", and
+// "cpu" / "gpu" for index 0.
+#include <string>
+#include <vector>
+
+#include "api/core/device.h"
+
+namespace tower::distribute {
+
+struct LogicalDevice {
+  std::string name;  // canonical: "cpu:1", "gpu:0"
+  Device device;     // where the replica's tensors live: the host for every logical CPU device
+  bool operator==(const LogicalDevice&) const = default;
+};
+
+// Throws std::invalid_argument, starting with `who` and listing available_devices(), for a name that is not one
+// of the forms above or a GPU this process does not see.
+LogicalDevice parse_logical_device(const std::string& name, const std::string& who);
+// "cpu:0, cpu:1, ... (logical CPU devices, any index), gpu:0, gpu:1" (or "no GPU visible").
+std::string available_devices();
+// What a strategy uses when given no devices: every visible GPU, else "cpu:0".
+std::vector<LogicalDevice> default_devices();
+// Parses a strategy's device list: throws std::invalid_argument (starting with `who`) for an empty list, a
+// name listed twice, or CPU and GPU devices mixed.
+std::vector<LogicalDevice> parse_device_list(const std::vector<std::string>& names, const std::string& who);
+
+}  // namespace tower::distribute

@@ -1,0 +1,47 @@
+#pragma once
+// MultiWorkerMirroredStrategy (tf.distribute.MultiWorkerMirroredStrategy): synchronous training over several
+// processes started by an MPI launcher, e.g.
+//
+//   mpirun -np 2 ./train            (each process makes the same strategy and the same model)
+//
+// Each worker has local replicas (local_devices: every visible GPU, else one CPU replica), and the gradients
+// are summed over all replicas of all workers: on this worker first, then over the workers with MPI. Every
+// worker runs the same input pipeline (so it sees the same global batches: seed shuffles identically, which
+// the default global seed does) and feeds its replicas only its own rows of each global batch, as tf.data's
+// AutoShardPolicy.DATA does; losses and metrics are gathered from all workers, so every worker reports the
+// same values. When a model first runs, every worker checks that it has the same weights as the chief's model
+// and copies the chief's values; after every update the chief's moving statistics are copied to the others.
+// Only the chief (worker 0) writes checkpoints, CSV logs and progress bars.
+//
+// A collective that does not complete within communication_options.timeout_seconds (a worker died or hangs)
+// throws std::runtime_error; the launcher also ends every worker when one exits with an error.
+//
+// Throws std::runtime_error, starting with "MultiWorkerMirroredStrategy: ", when this build has no MPI or the
+// process was not started by an MPI launcher; std::invalid_argument for bad options or devices. When neither
+// TOWER_NUM_THREADS nor OMP_NUM_THREADS is set, it shares this machine's cores among the workers on it.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distribute/strategy.h"
+
+namespace tower::distribute {
+
+// tf.distribute.experimental.CommunicationOptions.
+struct CommunicationOptions {
+  // How long a collective may wait for the other workers, in seconds (> 0).
+  double timeout_seconds = 300;
+  // "AUTO" or "RING" (MPI between CPU workers); "NCCL" is for GPU replicas.
+  std::string implementation = "AUTO";
+};
+
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  explicit MultiWorkerMirroredStrategy(CommunicationOptions communication_options = {},
+                                       std::optional<std::vector<std::string>> local_devices = std::nullopt);
+};
+
+// True when this build of Tower has MPI (MultiWorkerMirroredStrategy can work).
+bool mpi_available();
+
+}  // namespace tower::distribute

@@ -1,0 +1,44 @@
+// Device names as TensorFlow writes them, and the errors for bad ones.
+#include "distribute/logical_device.h"
+
+#include <gtest/gtest.h>
+
+namespace tower::distribute {
+namespace {
+
+TEST(LogicalDevice, ParsesTensorFlowNames) {
+  for (const char* name :
+       {"cpu:3", "CPU:3", "/cpu:3", "/device:CPU:3", "/job:localhost/replica:0/task:0/device:CPU:3"}) {
+    const LogicalDevice d = parse_logical_device(name, "");
+    EXPECT_EQ(d.name, "cpu:3") << name;
+    EXPECT_TRUE(d.device.is_cpu()) << name;
+  }
+  EXPECT_EQ(parse_logical_device("cpu", "").name, "cpu:0");
+}
+
+TEST(LogicalDevice, RejectsUnknownNames) {
+  for (const char* name : {"tpu:0", "cpu:-1", "cpu:a", "", "cpu:0:1", "/job:localhost/cpu:0"}) {
+    try {
+      parse_logical_device(name, "Who: ");
+      ADD_FAILURE() << "accepted '" << name << "'";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("Who: unknown device '" + std::string(name) + "'", 0), 0u) << m;
+      EXPECT_NE(m.find("Available devices: " + available_devices()), std::string::npos) << m;
+    }
+  }
+  if (cuda_device_count() == 0) {
+    EXPECT_THROW(parse_logical_device("gpu:0", ""), std::invalid_argument);
+    EXPECT_THROW(parse_logical_device("cuda:0", ""), std::invalid_argument);
+    EXPECT_EQ(default_devices(), (std::vector<LogicalDevice>{{"cpu:0", Device::cpu()}}));
+  }
+}
+
+TEST(LogicalDevice, DeviceLists) {
+  EXPECT_EQ(parse_device_list({"cpu:0", "/cpu:1"}, "").size(), 2u);
+  EXPECT_THROW(parse_device_list({}, ""), std::invalid_argument);
+  EXPECT_THROW(parse_device_list({"cpu:1", "/device:CPU:1"}, ""), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tower::distribute

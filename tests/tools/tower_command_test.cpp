@@ -1,0 +1,154 @@
+// The tower executable: help, exit statuses, and every command on a small synthetic experiment.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "api/io/config.h"
+#include "tests/tools/tools_testing.h"
+
+namespace tower::experiment {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int status = -1;
+  std::string text;  // stdout and stderr
+};
+
+Output tower(const std::string& args) {
+  Output out;
+  FILE* p = popen((std::string(TOWER_COMMAND) + " " + args + " 2>&1").c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.text.append(buf, n);
+  const int status = pclose(p);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string kExperiment = R"(name: tiny
+seed: 5
+data:
+  source: synthetic
+  shape: [8, 8, 1]
+  classes: 3
+  train_examples: 96
+  test_examples: 30
+model:
+  layers:
+    - {type: Conv2D, filters: 4, kernel_size: 3, activation: relu}
+    - {type: Flatten}
+    - {type: Dense, units: 3, activation: softmax}
+compile:
+  optimizer: {type: Adam, learning_rate: 0.01}
+  loss: sparse_categorical_crossentropy
+  metrics: [sparse_categorical_accuracy]
+fit: {epochs: 2, batch_size_per_replica: 32}
+)";
+
+TEST(TowerCommand, HelpListsTheCommandsAndBadCommandLinesExitWithStatus2) {
+  Output o = tower("--help");
+  EXPECT_EQ(o.status, 0);
+  for (const char* c : {"train", "evaluate", "predict", "summary", "check", "--set"}) EXPECT_TRUE(contains(o.text, c)) << c;
+  o = tower("train --help");
+  EXPECT_EQ(o.status, 0);
+  EXPECT_TRUE(contains(o.text, "--resume RUN_DIR")) << o.text;
+  EXPECT_EQ(tower("").status, 2);
+  o = tower("trian x.yaml");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "unknown command 'trian'"));
+  o = tower("check x.yaml --outt y");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "unknown option --outt")) << o.text;
+  o = tower("evaluate x.yaml");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "missing --weights")) << o.text;
+}
+
+TEST(TowerCommand, CheckPrintsTheFirstProblemAtItsPosition) {
+  const fs::path dir = testing::fresh_dir();
+  fs::create_directories(dir);
+  const fs::path good = dir / "good.yaml", bad = dir / "bad.yaml";
+  std::ofstream(good) << kExperiment;
+  std::string text = kExperiment;
+  text.replace(text.find("epochs: 2"), 9, "epoch: 2");
+  std::ofstream(bad) << text;
+  Output o = tower("check " + good.string());
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(contains(o.text, "OK")) << o.text;
+  o = tower("check " + bad.string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, bad.string() + ":18:7: fit: unknown key 'epoch' (did you mean 'epochs'?)")) << o.text;
+  o = tower("check " + good.string() + " --set model.layers.0.type=Conv3D");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "--set model.layers.0.type=Conv3D: model.layers[0].type: unknown layer type 'Conv3D'"))
+      << o.text;
+  o = tower("check " + (dir / "missing.yaml").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "cannot open the experiment file")) << o.text;
+  fs::remove_all(dir);
+}
+
+TEST(TowerCommand, TrainEvaluatePredictAndSummary) {
+  const fs::path dir = testing::fresh_dir();
+  fs::create_directories(dir);
+  const fs::path file = dir / "tiny.yaml";
+  std::ofstream(file) << kExperiment;
+  const std::string run = (dir / "run").string();
+
+  Output o = tower("train " + file.string() + " --out " + run + " --set fit.verbose=2");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(contains(o.text, "Epoch 2/2")) << o.text;
+  for (const char* f : {"config.yaml", "summary.txt", "history.csv", "events.jsonl", "final.weights", "metrics.json",
+                        "checkpoints/state.weights", "checkpoints/epoch-001.weights", "checkpoints/epoch-002.weights"})
+    EXPECT_TRUE(fs::exists(fs::path(run) / f)) << f;
+  // history.csv: a header and one row per epoch; metrics.json: the test split's evaluation.
+  std::ifstream history(fs::path(run) / "history.csv");
+  std::string header, row;
+  std::getline(history, header);
+  EXPECT_EQ(header, "epoch,loss,sparse_categorical_accuracy,val_loss,val_sparse_categorical_accuracy");
+  int rows = 0;
+  while (std::getline(history, row)) ++rows;
+  EXPECT_EQ(rows, 2);
+  std::ifstream mf(fs::path(run) / "metrics.json");
+  const Config metrics = Config::parse_json(std::string(std::istreambuf_iterator<char>(mf), {}));
+  EXPECT_EQ(metrics.at("steps").as_int(), 6);
+  const double test_loss = metrics.at("test").at("loss").as_double();
+
+  // The run's config.yaml runs again, to the same place.
+  o = tower("check " + run + "/config.yaml");
+  EXPECT_EQ(o.status, 0) << o.text;
+
+  o = tower("evaluate " + file.string() + " --weights " + run);
+  ASSERT_EQ(o.status, 0) << o.text;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "split: loss: %.4f", test_loss);
+  EXPECT_TRUE(contains(o.text, expected)) << o.text << "\nexpected " << expected;
+
+  const std::string images = (fs::path(TOWER_TEST_DATA_DIR) / "data" / "images").string();
+  o = tower("predict " + file.string() + " --weights " + run + "/final.weights --input " + images + " --top 2");
+  ASSERT_EQ(o.status, 0) << o.text;
+  int lines = 0;
+  for (std::size_t at = 0; (at = o.text.find("\tclass_", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 7 * 2) << o.text;  // 7 images, 2 classes each
+  EXPECT_TRUE(contains(o.text, images + "/birds/b0.png\tclass_")) << o.text;
+
+  o = tower("summary " + file.string());
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(contains(o.text, "Total params: 475")) << o.text;  // (3*3*1*4 + 4) + (6*6*4*3 + 3)
+  EXPECT_TRUE(contains(o.text, "global batch 32")) << o.text;
+
+  o = tower("train " + file.string() + " --out " + run);
+  EXPECT_EQ(o.status, 1);
+  EXPECT_TRUE(contains(o.text, "already exists and is not empty")) << o.text;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tower::experiment

@@ -1,0 +1,17 @@
+# ctest helper: `${TOWER} train ${EXPERIMENT} --set <each of OVERRIDES> --out ${RUN_DIR}` in a fresh run
+# directory; fails on a non-zero exit or a run directory without its files.
+file(REMOVE_RECURSE "${RUN_DIR}")
+separate_arguments(overrides UNIX_COMMAND "${OVERRIDES}")
+set(args train ${EXPERIMENT})
+foreach(o ${overrides})
+  list(APPEND args --set ${o})
+endforeach()
+execute_process(COMMAND ${TOWER} ${args} --out ${RUN_DIR} RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "tower ${args} exited with status ${status}")
+endif()
+foreach(file config.yaml summary.txt history.csv events.jsonl final.weights metrics.json checkpoints/state.weights)
+  if(NOT EXISTS "${RUN_DIR}/${file}")
+    message(FATAL_ERROR "the run directory ${RUN_DIR} has no ${file}")
+  endif()
+endforeach()

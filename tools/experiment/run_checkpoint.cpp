@@ -1,0 +1,192 @@
+#include "tools/experiment/run_checkpoint.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "api/io/weights_file.h"
+#include "tools/experiment/interrupt.h"
+
+namespace tower::experiment {
+
+namespace {
+
+const std::string kModelPrefix = "model/";
+const std::string kOptimizerPrefix = "optimizer/";
+const std::string kStateKey = "tower_run_state";
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+Config to_config(const RunState& s) {
+  Config c = Config::map();
+  c.set("epoch", s.epoch);
+  c.set("epoch_batches", s.epoch_batches);
+  c.set("epoch_steps", s.epoch_steps);
+  c.set("iterations", s.iterations);
+  if (s.learning_rate) c.set("learning_rate", *s.learning_rate);
+  Config plans = Config::list();
+  for (const RunState::PlanRng& p : s.plans) {
+    Config e = Config::map();
+    e.set("batch_size", p.batch_size);
+    e.set("replica", p.replica);
+    e.set("rng", p.state);
+    plans.push_back(e);
+  }
+  c.set("plans", plans);
+  return c;
+}
+
+RunState from_config(const Config& c) {
+  RunState s;
+  s.epoch = static_cast<int>(c.at("epoch").as_int());
+  s.epoch_batches = c.at("epoch_batches").as_int();
+  s.epoch_steps = c.at("epoch_steps").as_int();
+  s.iterations = c.at("iterations").as_int();
+  if (c.contains("learning_rate")) s.learning_rate = c.at("learning_rate").as_double();
+  for (const Config& p : c.at("plans").as_list())
+    s.plans.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()), p.at("rng").as_string()});
+  return s;
+}
+
+// Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
+// each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.
+template <class Fn>
+void for_each_plan(ModelImpl& model, Index n, Fn&& fn) {
+  tower::detail::Replicas* replicas = model.replicas();
+  if (!replicas) return fn(-1, model.plan_for(n, true));
+  for (int r = 0; r < replicas->num_local(); ++r) {
+    const auto [begin, end] = replicas->slice(n, r);
+    if (end > begin) fn(r, replicas->plan(r, end - begin, true));
+  }
+}
+
+}  // namespace
+
+RunCheckpoint::RunCheckpoint(RunDirectory dir, RunCheckpointOptions options)
+    : dir_(std::move(dir)), options_(options) {}
+
+void RunCheckpoint::restored(const RunState& state) {
+  for (const RunState::PlanRng& p : state.plans)
+    if (std::find(batch_sizes_.begin(), batch_sizes_.end(), p.batch_size) == batch_sizes_.end())
+      batch_sizes_.push_back(p.batch_size);
+  last_ = state;
+}
+
+void RunCheckpoint::on_epoch_begin(int epoch, const callbacks::Logs&) {
+  epoch_ = epoch;
+  epoch_batches_ = first_batch_;
+  first_batch_ = 0;
+}
+
+void RunCheckpoint::on_train_batch_end(std::int64_t, const callbacks::Logs& logs) {
+  ++epoch_batches_;
+  ++batches_;
+  const Index size = static_cast<Index>(logs.get("size").value_or(0.0));
+  if (size > 0 && std::find(batch_sizes_.begin(), batch_sizes_.end(), size) == batch_sizes_.end())
+    batch_sizes_.push_back(size);
+  if (options_.interrupt_after_batches && batches_ >= *options_.interrupt_after_batches) request_interrupt();
+  if (interrupted_ || !interrupt_requested()) return;
+  const bool partial = epoch_batches_ < options_.epoch_steps;
+  if (partial && !options_.partial_epochs) return;  // stops at the epoch's end
+  interrupted_ = true;
+  model()->stop_training = true;
+  // A partial epoch is saved now, before other callbacks' epoch-end hooks act on it; a complete one at its end.
+  if (partial) {
+    save();
+    saved_partial_ = true;
+  }
+}
+
+void RunCheckpoint::on_epoch_end(int epoch, const callbacks::Logs&) {
+  if (saved_partial_) return;
+  if (!interrupted_ && interrupt_requested()) {
+    interrupted_ = true;
+    model()->stop_training = true;
+  }
+  save();
+  if (options_.epoch_weights) model()->save_weights(dir_.epoch_weights_path(epoch));
+}
+
+void RunCheckpoint::save() {
+  ModelImpl& m = *model();
+  const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  RunState s;
+  s.epoch = epoch_;
+  s.epoch_batches = epoch_batches_;
+  s.epoch_steps = options_.epoch_steps;
+  s.iterations = optimizer.iterations();
+  const Config opt_config = optimizer.get_config();
+  if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
+    s.learning_rate = optimizer.learning_rate();
+  // Only plans this process has trained with exist (asking for others would make them).
+  for (Index n : batch_sizes_)
+    for_each_plan(m, n, [&](int replica, Plan& plan) { s.plans.push_back({n, replica, plan.rng().state()}); });
+  std::vector<io::NamedTensor> tensors;
+  for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
+  for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
+  Config extra = Config::map();
+  extra.set(kStateKey, to_config(s));
+  io::write_weights_file(dir_.state_path(), tensors, extra);
+  last_ = s;
+}
+
+RunState read_run_state(const std::string& path) {
+  const io::WeightsFile file = io::read_weights_file(path);
+  if (!file.extra.contains(kStateKey))
+    throw std::runtime_error(path + " holds no training state (it is not a run directory's state.weights)");
+  try {
+    return from_config(file.extra.at(kStateKey));
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(path + ": malformed training state: " + e.what());
+  }
+}
+
+RunState restore_run_state(const std::string& path, ModelImpl& model) {
+  const io::WeightsFile file = io::read_weights_file(path);
+  const RunState state = read_run_state(path);
+  std::vector<Tensor> weights, slots;
+  for (const io::NamedTensor& t : file.weights) {
+    if (starts_with(t.name, kModelPrefix))
+      weights.push_back(t.value);
+    else if (starts_with(t.name, kOptimizerPrefix))
+      slots.push_back(t.value);
+    else
+      throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
+  }
+  optimizers::Optimizer& optimizer = *model.trainer().optimizer();
+  optimizer.build(model.trainable_weights());
+  const std::vector<VariablePtr>& opt_vars = optimizer.variables();
+  if (opt_vars.size() != slots.size())
+    throw std::runtime_error(path + " holds " + std::to_string(slots.size()) + " optimizer variables; the " +
+                             optimizer.type() + " optimizer of this experiment has " + std::to_string(opt_vars.size()));
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].shape() != opt_vars[i]->value.shape())
+      throw std::runtime_error(path + ": optimizer variable '" + opt_vars[i]->path + "' has shape " +
+                               opt_vars[i]->value.shape().to_string() + ", the checkpoint has " +
+                               slots[i].shape().to_string());
+  try {
+    model.set_weights(weights);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + " does not match the model: " + e.what());
+  }
+  for (std::size_t i = 0; i < slots.size(); ++i) opt_vars[i]->value.copy_from(slots[i]);
+  optimizer.set_iterations(state.iterations);
+  if (state.learning_rate) optimizer.set_learning_rate(*state.learning_rate);
+  for (const RunState::PlanRng& p : state.plans) {
+    bool found = false;
+    for_each_plan(model, p.batch_size, [&](int replica, Plan& plan) {
+      if (replica != p.replica) return;
+      found = true;
+      try {
+        plan.rng().set_state(p.state);
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(path + ": plan for batches of " + std::to_string(p.batch_size) + ": " + e.what());
+      }
+    });
+    if (!found)
+      throw std::runtime_error(path + " was written under another strategy (it has a plan of replica " +
+                               std::to_string(p.replica) + "); resume it with the strategy it was trained with");
+  }
+  return state;
+}
+
+}  // namespace tower::experiment

@@ -1,0 +1,98 @@
+#pragma once
+// RunCheckpoint: the resumable training state of a run directory (checkpoints/state.weights), and Ctrl-C.
+//
+// The state is one Tower weights file, rewritten atomically: the model's weights ("model/<path>"), the
+// optimizer's slots ("optimizer/<path>") and, in its extra config under "tower_run_state": the epoch (0-based) and
+// how many of its batches are done, the batches an epoch has, the optimizer's iterations, a constant learning
+// rate (one a schedule does not give), and the state of the random generator of every training plan (Dropout
+// masks; under a strategy, every replica's plan). The optimizer's iterations count the training batches
+// consumed, so they also give the data position (TrainData::seek). Together these let a resumed run reach the
+// same weights as an uninterrupted one. (Callbacks with memory of their own, such as EarlyStopping's patience
+// counter, start afresh, as with Keras'
+// BackupAndRestore.)
+//
+// The callback saves the state at the end of every epoch, after the other callbacks (put it last), and, with
+// the model's weights, checkpoints/epoch-NNN.weights when epoch_weights. At the end of each batch it reads the
+// interrupt flag (interrupt.h); when set it sets stop_training, so fit() ends after the batch, and saves the
+// state: at once when the epoch is partial (before any epoch-end hook acts on the partial epoch), else at the
+// epoch's end as usual.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/callbacks/callback.h"
+#include "api/io/config.h"
+#include "api/models/model.h"
+#include "tools/experiment/run_directory.h"
+
+namespace tower::experiment {
+
+struct RunState {
+  int epoch = 0;                   // the last epoch trained (0-based)
+  std::int64_t epoch_batches = 0;  // batches of it done
+  std::int64_t epoch_steps = 0;    // batches an epoch has
+  std::int64_t iterations = 0;
+  std::optional<double> learning_rate;
+  // The generator of the training plan for global batches of batch_size: the model's own plan (replica -1), or
+  // under a strategy replica r's plan for its rows of such a batch.
+  struct PlanRng {
+    Index batch_size = 0;
+    int replica = -1;
+    std::string state;
+  };
+  std::vector<PlanRng> plans;
+
+  bool epoch_complete() const { return epoch_batches >= epoch_steps; }
+};
+
+struct RunCheckpointOptions {
+  std::int64_t epoch_steps = 0;  // batches per epoch
+  bool epoch_weights = true;
+  // Whether an interrupt may stop an epoch part-way. Without (fit.steps_per_epoch: epochs that do not follow the
+  // data's passes), an interrupt ends training at the end of the epoch.
+  bool partial_epochs = true;
+  // Tests: raise the interrupt after this many batches of this process.
+  std::optional<std::int64_t> interrupt_after_batches;
+};
+
+class RunCheckpoint : public callbacks::Callback {
+ public:
+  RunCheckpoint(RunDirectory dir, RunCheckpointOptions options);
+
+  // After restore_run_state: the restored plans count as made, so their states are saved from now on.
+  void restored(const RunState& state);
+  // The next epoch that begins starts at batch `first_batch` of itself (the rest of an interrupted epoch).
+  void start_epoch_at(std::int64_t first_batch) { first_batch_ = first_batch; }
+
+  void on_epoch_begin(int epoch, const callbacks::Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const callbacks::Logs& logs) override;
+  void on_epoch_end(int epoch, const callbacks::Logs& logs) override;
+
+  bool interrupted() const { return interrupted_; }
+  // The state last saved (or restored).
+  const std::optional<RunState>& last_state() const { return last_; }
+
+ private:
+  void save();
+
+  RunDirectory dir_;
+  RunCheckpointOptions options_;
+  std::int64_t first_batch_ = 0;
+  int epoch_ = 0;
+  std::int64_t epoch_batches_ = 0;
+  std::int64_t batches_ = 0;           // in this process
+  std::vector<Index> batch_sizes_;     // training plans made, in order
+  bool interrupted_ = false;
+  bool saved_partial_ = false;
+  std::optional<RunState> last_;
+};
+
+// Reads a state file's training state (without applying it). Throws std::runtime_error naming the file.
+RunState read_run_state(const std::string& path);
+// Restores a state file into a compiled model: weights, optimizer slots (building the optimizer first),
+// iterations, a constant learning rate, and the plans' generators (making those plans). Throws
+// std::runtime_error naming the file when it does not match the model or its optimizer.
+RunState restore_run_state(const std::string& path, ModelImpl& model);
+
+}  // namespace tower::experiment
