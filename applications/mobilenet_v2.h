@@ -33,14 +33,16 @@
 
 namespace tower::applications {
 
+// Designated initialisers follow this order, e.g. MobileNetV2({.input_shape = {32, 32, 1}, .classes = 10,
+// .weights = ""}).
 struct MobileNetV2Options {
   Shape input_shape = {224, 224, 3};  // (rows, cols, channels); any size >= 32x32 and any channel count
                                       // when no pretrained weights are loaded
   double alpha = 1.0;                 // width multiplier; imagenet weights exist for 0.35, 0.5, 0.75, 1.0, 1.3, 1.4
   bool include_top = true;
+  int classes = 1000;
   std::string weights = "imagenet";   // "imagenet", "" / "none" (random init), or a weights file path
   std::string pooling;                // "", "avg", "max" (only when include_top is false)
-  int classes = 1000;
   std::string classifier_activation = "softmax";
   std::string name;                   // default as Keras: "mobilenetv2_<alpha %.2f>_<rows>"
 };

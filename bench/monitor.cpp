@@ -15,7 +15,9 @@
 // median over rounds of its ratio to "none" in the same round, the same ratio of CPU time per example, and
 // the median share of the step time spent in the LiveMonitor's hooks (a bound on its cost to the training
 // thread that a noisy machine does not blur).
-//   bench_monitor [mlp|convnet] [rounds=5] [steps=300] [--monitor-port P]
+// In segment mode the configurations take turns within one fit instead (see run_segments).
+//   bench_monitor mlp|convnet runs ROUNDS STEPS [--monitor-port P]
+//   bench_monitor mlp|convnet segments CYCLES SEGMENT_STEPS [--monitor-port P]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -153,6 +155,68 @@ class TimedMonitor : public callbacks::Callback {
 constexpr int kWarmup = 10;
 constexpr int kBatch = 128;
 
+// Sends events to a monitor that never reads until the socket buffers and then the queue are full: from then
+// on every batch event is dropped, as for a monitor that stopped reading long ago.
+void fill_until_stalled(callbacks::LiveMonitor& monitor) {
+  callbacks::Logs logs;
+  logs.set("loss", 0.5);
+  logs.set("sparse_categorical_accuracy", 0.5);
+  logs.set("size", kBatch);
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
+  while (!(monitor.dropped() > 0 && !monitor.flush(0.2)) && Clock::now() < give_up)
+    for (int i = 0; i < 5000; ++i) monitor.on_train_batch_end(0, logs);
+  for (std::int64_t i = 0; i <= callbacks::LiveMonitorOptions().queue_size; ++i) monitor.on_train_batch_end(0, logs);
+}
+
+// Segment mode: one fit, whose batch hooks go to a different LiveMonitor (or none) every `segment_steps`
+// steps, following `schedule` (an index into `monitors` per segment; a null monitor is "none"). Records the
+// time at the end of every segment.
+class Switchboard : public callbacks::Callback {
+ public:
+  Switchboard(std::vector<std::shared_ptr<callbacks::LiveMonitor>> monitors, std::vector<int> schedule,
+              int segment_steps)
+      : monitors_(std::move(monitors)), schedule_(std::move(schedule)), segment_steps_(segment_steps) {}
+
+  void on_train_begin(const callbacks::Logs& logs) override {
+    for (auto& m : monitors_)
+      if (m) {
+        m->set_model(model());
+        m->set_params(params());
+        m->on_train_begin(logs);
+      }
+  }
+  void on_epoch_begin(int epoch, const callbacks::Logs& logs) override {
+    for (auto& m : monitors_)
+      if (m) m->on_epoch_begin(epoch, logs);
+  }
+  void on_train_batch_begin(std::int64_t batch, const callbacks::Logs& logs) override {
+    if (callbacks::LiveMonitor* m = active(batch)) m->on_train_batch_begin(batch, logs);
+  }
+  void on_train_batch_end(std::int64_t batch, const callbacks::Logs& logs) override {
+    if (callbacks::LiveMonitor* m = active(batch)) m->on_train_batch_end(batch, logs);
+    if ((batch + 1) % segment_steps_ == 0) ends_.push_back(Clock::now());
+  }
+  void on_epoch_end(int epoch, const callbacks::Logs& logs) override {
+    for (auto& m : monitors_)
+      if (m) m->on_epoch_end(epoch, logs);
+  }
+  void on_train_end(const callbacks::Logs& logs) override {
+    for (auto& m : monitors_)
+      if (m) m->on_train_end(logs);
+  }
+  const std::vector<Clock::time_point>& segment_ends() const { return ends_; }
+
+ private:
+  callbacks::LiveMonitor* active(std::int64_t batch) const {
+    return monitors_[std::size_t(schedule_[std::size_t(batch / segment_steps_)])].get();
+  }
+
+  std::vector<std::shared_ptr<callbacks::LiveMonitor>> monitors_;
+  std::vector<int> schedule_;
+  int segment_steps_;
+  std::vector<Clock::time_point> ends_;
+};
+
 // `fill`: make the monitor's queue full before training (a monitor that stopped reading long ago).
 Result train(const std::string& which, const data::Dataset& data, int steps, std::optional<int> port, bool fill) {
   Sequential model = make_model(which);
@@ -177,14 +241,7 @@ Result train(const std::string& which, const data::Dataset& data, int steps, std
     timed = std::make_shared<TimedMonitor>(monitor);
     cbs.push_back(timed);
   }
-  if (fill) {
-    callbacks::Logs logs;
-    logs.set("loss", 0.5);
-    logs.set("sparse_categorical_accuracy", 0.5);
-    logs.set("size", kBatch);
-    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(30);
-    while (monitor->dropped() == 0 && Clock::now() < give_up) monitor->on_train_batch_end(0, logs);
-  }
+  if (fill) fill_until_stalled(*monitor);
   cbs.push_back(timer);
   const std::int64_t dropped_before = monitor ? monitor->dropped() : 0, sent_before = monitor ? monitor->sent() : 0;
   model.fit(data, {.epochs = 1, .verbose = 0, .callbacks = cbs, .steps_per_epoch = steps});
@@ -207,6 +264,59 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+
+// Segment mode (see Switchboard): `cycles` times the segments none, c1, none, c2, ..., then a last "none".
+// Each monitor segment's examples/sec is divided by the mean of the "none" segments on either side, so that
+// a slow spell of a shared machine, which lasts longer than a segment, cancels out.
+void run_segments(const std::string& which, const data::Dataset& data, int cycles, int segment_steps,
+                  const std::vector<std::pair<std::string, std::optional<int>>>& configs) {
+  std::vector<std::shared_ptr<callbacks::LiveMonitor>> monitors;
+  for (const auto& [name, port] : configs) {
+    monitors.push_back(port ? std::make_shared<callbacks::LiveMonitor>(
+                                  callbacks::LiveMonitorOptions{.port = *port, .run = "bench-" + name})
+                            : nullptr);
+    if (name == "stalled") fill_until_stalled(*monitors.back());
+  }
+  std::vector<int> schedule = {0};  // a first segment to warm up, not counted
+  for (int c = 0; c < cycles; ++c)
+    for (std::size_t k = 1; k < configs.size(); ++k) schedule.insert(schedule.end(), {0, int(k)});
+  schedule.push_back(0);
+  auto board = std::make_shared<Switchboard>(monitors, schedule, segment_steps);
+  std::vector<std::int64_t> dropped_before, sent_before;
+  for (const auto& m : monitors) {
+    dropped_before.push_back(m ? m->dropped() : 0);
+    sent_before.push_back(m ? m->sent() : 0);
+  }
+  Sequential model = make_model(which);
+  const std::int64_t steps = std::int64_t(schedule.size()) * segment_steps;
+  model.fit(data, {.epochs = 1, .verbose = 0, .callbacks = {board}, .steps_per_epoch = steps});
+
+  const std::vector<Clock::time_point>& ends = board->segment_ends();
+  std::vector<double> speed(ends.size(), 0);
+  for (std::size_t i = 1; i < ends.size(); ++i)
+    speed[i] = double(segment_steps) * kBatch / std::chrono::duration<double>(ends[i] - ends[i - 1]).count();
+  std::map<int, std::vector<double>> ratios, speeds;
+  for (std::size_t i = 1; i < ends.size(); ++i) {
+    speeds[schedule[i]].push_back(speed[i]);
+    if (schedule[i] != 0 && i + 1 < ends.size())
+      ratios[schedule[i]].push_back(speed[i] / (0.5 * (speed[i - 1] + speed[i + 1])));
+  }
+  std::printf("\n%s, segment mode: %d cycles, segments of %d steps (batch %d), %d threads\n", which.c_str(), cycles,
+              segment_steps, kBatch, backend::num_threads());
+  std::printf("%-8s %9s %12s %14s %15s %10s %10s\n", "config", "segments", "median ex/s", "median ratio",
+              "25%..75%", "sent", "dropped");
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    std::vector<double> r = ratios[int(k)];
+    std::sort(r.begin(), r.end());
+    const double q1 = k && !r.empty() ? r[r.size() / 4] : 1, q3 = k && !r.empty() ? r[(3 * r.size()) / 4] : 1;
+    const auto& m = monitors[k];
+    std::printf("%-8s %9zu %12.0f %14.4f %7.3f..%-6.3f %10lld %10lld\n", configs[k].first.c_str(), speeds[int(k)].size(),
+                median(speeds[int(k)]), k ? median(ratios[int(k)]) : 1.0, q1, q3,
+                static_cast<long long>(m ? m->sent() - sent_before[k] : 0),
+                static_cast<long long>(m ? m->dropped() - dropped_before[k] : 0));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,10 +329,14 @@ int main(int argc, char** argv) {
       break;
     }
   const std::string which = args.size() > 0 ? args[0] : "mlp";
-  const int rounds = args.size() > 1 ? std::atoi(args[1].c_str()) : 5;
-  const int steps = args.size() > 2 ? std::atoi(args[2].c_str()) : 300;
-  if ((which != "mlp" && which != "convnet") || rounds < 1 || steps <= kWarmup) {
-    std::fprintf(stderr, "usage: bench_monitor [mlp|convnet] [rounds>=1] [steps>%d] [--monitor-port P]\n", kWarmup);
+  const std::string mode = args.size() > 1 ? args[1] : "runs";
+  const int rounds = args.size() > 2 ? std::atoi(args[2].c_str()) : 5;
+  const int steps = args.size() > 3 ? std::atoi(args[3].c_str()) : 300;
+  if ((which != "mlp" && which != "convnet") || (mode != "runs" && mode != "segments") || rounds < 1 ||
+      steps <= kWarmup) {
+    std::fprintf(stderr,
+                 "usage: bench_monitor mlp|convnet runs ROUNDS STEPS [--monitor-port P]\n"
+                 "       bench_monitor mlp|convnet segments CYCLES SEGMENT_STEPS [--monitor-port P]\n");
     return 2;
   }
 
@@ -238,6 +352,12 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::optional<int>>> configs = {
       {"none", std::nullopt}, {"reading", reading_port}, {"stalled", stalled_port}, {"absent", absent_port}};
   if (monitor_port) configs.insert(configs.begin() + 2, {"gui", *monitor_port});
+  if (mode == "segments") {
+    run_segments(which, data, rounds, steps, configs);
+    ::kill(monitors, SIGTERM);
+    ::waitpid(monitors, nullptr, 0);
+    return 0;
+  }
   std::map<std::string, std::vector<double>> speeds, ratios, cpu_ratios, hook_fractions;
   for (int round = 0; round < rounds; ++round) {
     std::map<std::string, Result> this_round;

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     SymbolicTensor in = Input({28, 28, 1});
     SymbolicTensor h = layers::Rescaling({.scale = 2.f, .offset = -1.f})(in);  // [0, 1] -> [-1, 1]
     h = layers::ZeroPadding2D({.padding = 2})(h);
-    h = applications::MobileNetV2({.input_shape = {32, 32, 1}, .weights = "", .classes = 10})(h);
+    h = applications::MobileNetV2({.input_shape = {32, 32, 1}, .classes = 10, .weights = ""})(h);
     Model m(in, h);
     m.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(),
               {metrics::SparseCategoricalAccuracy()});

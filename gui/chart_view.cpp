@@ -2,8 +2,8 @@
 
 #include <QContextMenuEvent>
 #include <QCoreApplication>
+#include <QElapsedTimer>
 #include <QFileDialog>
-#include <QLegendMarker>
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPen>
@@ -40,12 +40,15 @@ ChartView::ChartView(RunModel* model, QString quantity, QWidget* parent)
   // Run colours are in the run list and line styles in the window's key, so a legend would only repeat them.
   c->legend()->hide();
   c->setMargins(QMargins(4, 4, 4, 4));
+  c->setDropShadowEnabled(false);
   x_axis_->setTitleText(QStringLiteral("step"));
   x_axis_->setLabelFormat(QStringLiteral("%.0f"));
   y_axis_->setLabelFormat(QStringLiteral("%.4g"));
   c->addAxis(x_axis_, Qt::AlignBottom);
   c->addAxis(y_axis_, Qt::AlignLeft);
   setRenderHint(QPainter::Antialiasing);
+  // Partial repaints leave old line ends behind when the axes rescale; the charts are small, so repaint whole.
+  setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
   setMouseTracking(true);
   setMinimumSize(360, 260);
 
@@ -57,10 +60,9 @@ ChartView::ChartView(RunModel* model, QString quantity, QWidget* parent)
   marker_->hide();
 
   update_timer_.setSingleShot(true);
-  update_timer_.setInterval(update_interval_ms);
   connect(&update_timer_, &QTimer::timeout, this, &ChartView::refresh);
   connect(model_, &RunModel::series_changed, this, [this](const QString& q) {
-    if (q == quantity_ && !update_timer_.isActive()) update_timer_.start();
+    if (q == quantity_ && !update_timer_.isActive()) update_timer_.start(update_interval());
   });
   refresh();
 }
@@ -97,7 +99,20 @@ QLineSeries* ChartView::make_series(const Run& run, SeriesKind kind) {
   return s;
 }
 
+int ChartView::update_interval() const {
+  return std::max(update_interval_ms, int(1000 * (refresh_seconds_ + paint_seconds_) / drawing_share));
+}
+
+void ChartView::paintEvent(QPaintEvent* event) {
+  QElapsedTimer timer;
+  timer.start();
+  QChartView::paintEvent(event);
+  paint_seconds_ = double(timer.nsecsElapsed()) * 1e-9;
+}
+
 void ChartView::refresh() {
+  QElapsedTimer timer;
+  timer.start();
   update_timer_.stop();
   for (int i = 0; i < model_->run_count(); ++i) {
     const Run& run = model_->run(i);
@@ -106,14 +121,36 @@ void ChartView::refresh() {
       if (points.isEmpty()) continue;
       QLineSeries*& s = series_[{i, kind}];
       if (!s) s = make_series(run, kind);
-      if (s->count() != points.size()) s->replace(points);
-      if (s->isVisible() != run.visible) {
-        s->setVisible(run.visible);
-        for (QLegendMarker* m : chart()->legend()->markers(s)) m->setVisible(run.visible);
+      qsizetype& drawn = drawn_[s];
+      if (drawn != points.size()) {
+        s->replace(points.size() > max_drawn_points ? decimate(points, max_drawn_points / 4) : points);
+        drawn = points.size();
       }
+      if (s->isVisible() != run.visible) s->setVisible(run.visible);
     }
   }
   fit_axes();
+  refresh_seconds_ = double(timer.nsecsElapsed()) * 1e-9;
+}
+
+QList<QPointF> ChartView::decimate(const QList<QPointF>& points, int buckets) {
+  QList<QPointF> kept;
+  kept.reserve(4 * buckets);
+  const double x0 = points.first().x(), width = (points.last().x() - x0) / buckets;
+  qsizetype begin = 0;
+  while (begin < points.size()) {
+    const double end_x = x0 + width * double(int((points[begin].x() - x0) / width) + 1);
+    qsizetype end = begin, lo = begin, hi = begin;
+    for (; end < points.size() && (points[end].x() < end_x || end == begin); ++end) {
+      if (points[end].y() < points[lo].y()) lo = end;
+      if (points[end].y() > points[hi].y()) hi = end;
+    }
+    // In x order: first, the lower and higher extreme, last.
+    for (qsizetype k : {begin, std::min(lo, hi), std::max(lo, hi), end - 1})
+      if (kept.isEmpty() || kept.last() != points[k] || k == begin) kept.append(points[k]);
+    begin = end;
+  }
+  return kept;
 }
 
 namespace {

@@ -20,8 +20,13 @@ MainWindow::MainWindow(RunModel* model, FileEventSourceOptions file_options, QWi
   run_list_->setModel(model_);
   run_list_->verticalHeader()->hide();
   run_list_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  run_list_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  run_list_->horizontalHeader()->setStretchLastSection(true);
+  // Sized to the contents when a run arrives and when its row changes (the model tells at most every
+  // RunModel::notify_interval_ms), not by ResizeToContents, which measures every cell's text at each event and
+  // costs more than the rest of the monitor.
+  run_list_->setWordWrap(false);
+  run_list_->horizontalHeader()->setMinimumSectionSize(64);
+  run_list_->setSelectionMode(QAbstractItemView::NoSelection);
+  run_list_->setFocusPolicy(Qt::NoFocus);
 
   auto* charts = new QWidget;
   auto* charts_layout = new QVBoxLayout(charts);
@@ -59,7 +64,11 @@ MainWindow::MainWindow(RunModel* model, FileEventSourceOptions file_options, QWi
   file->addAction(QStringLiteral("&Quit"), QKeySequence::Quit, qApp, &QApplication::quit);
 
   connect(model_, &RunModel::quantity_added, this, &MainWindow::add_chart);
-  connect(model_, &RunModel::rowsInserted, this, &MainWindow::update_status);
+  connect(model_, &RunModel::rowsInserted, this, [this] {
+    run_list_->resizeColumnsToContents();
+    update_status();
+  });
+  connect(model_, &RunModel::dataChanged, run_list_, &QTableView::resizeColumnsToContents);
   for (const QString& q : model_->quantities()) add_chart(q);
   resize(1440, 900);
   update_status();
@@ -130,6 +139,7 @@ QString MainWindow::status_text() const {
 void MainWindow::update_status() { status_->setText(status_text()); }
 
 void MainWindow::refresh() {
+  run_list_->resizeColumnsToContents();
   for (ChartView* c : charts_) c->refresh();
 }
 

@@ -3,6 +3,7 @@
 #include <QBrush>
 #include <QPixmap>
 #include <cmath>
+#include <utility>
 
 namespace tower::monitor {
 
@@ -42,7 +43,11 @@ const QList<QPointF>& Run::points(const QString& quantity, SeriesKind kind) cons
   return it == series.cend() ? none : *it;
 }
 
-RunModel::RunModel(QObject* parent) : QAbstractTableModel(parent) {}
+RunModel::RunModel(QObject* parent) : QAbstractTableModel(parent) {
+  notify_timer_.setSingleShot(true);
+  notify_timer_.setInterval(notify_interval_ms);
+  connect(&notify_timer_, &QTimer::timeout, this, &RunModel::notify);
+}
 
 RunModel::~RunModel() = default;
 
@@ -155,12 +160,21 @@ void RunModel::add_point(Run& run, const QString& quantity, SeriesKind kind, dou
   QList<QPointF>& points = run.series[{quantity, kind}];
   if (!points.isEmpty() && x <= points.last().x()) return;
   points.append(QPointF(x, y));
-  emit series_changed(quantity);
+  changed_quantities_.insert(quantity);
+  if (!notify_timer_.isActive()) notify_timer_.start();
 }
 
 void RunModel::row_changed(const Run& run) {
   for (std::size_t row = 0; row < runs_.size(); ++row)
-    if (runs_[row].get() == &run) emit dataChanged(index(int(row), 0), index(int(row), ColumnCount - 1));
+    if (runs_[row].get() == &run) changed_rows_.insert(int(row));
+  if (!notify_timer_.isActive()) notify_timer_.start();
+}
+
+void RunModel::notify() {
+  const QSet<int> rows = std::exchange(changed_rows_, {});
+  const QSet<QString> quantities = std::exchange(changed_quantities_, {});
+  for (int row : rows) emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+  for (const QString& q : quantities) emit series_changed(q);
 }
 
 int RunModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(runs_.size()); }

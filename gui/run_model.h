@@ -11,6 +11,10 @@
 // is a repeat (the same run fed twice) and is ignored; a non-finite value is counted in the run's table
 // row but not plotted.
 //
+// Views hear of new values in batches: dataChanged and series_changed come at most every notify_interval_ms
+// (a view redrawn at every event would cost the training machine more than all the rest of the monitor);
+// rows, quantities and visibility changes are told at once.
+//
 // Status: a run is Running from its first event, Finished at train_end, Failed at a train_end whose status
 // is "failed" or when its source loses it (the trainer died); a lost run that sends events again (a file
 // that only looked stale) is Running again. A train_begin that starts over (a step before the run's last,
@@ -21,7 +25,9 @@
 #include <QList>
 #include <QMap>
 #include <QPointF>
+#include <QSet>
 #include <QStringList>
+#include <QTimer>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -60,6 +66,7 @@ class RunModel : public QAbstractTableModel {
 
  public:
   enum Column { Name, Status, Epoch, Step, Loss, ExamplesPerSec, ColumnCount };
+  static constexpr int notify_interval_ms = 250;
 
   explicit RunModel(QObject* parent = nullptr);
   ~RunModel() override;
@@ -94,11 +101,15 @@ class RunModel : public QAbstractTableModel {
   Run& open_run(const QString& event_name, const QString& display_name);
   void add_point(Run& run, const QString& quantity, SeriesKind kind, double x, double y);
   void row_changed(const Run& run);
+  void notify();
 
   std::vector<std::unique_ptr<Run>> runs_;
   QHash<QString, int> latest_;     // event run name -> index of the run it feeds
   QHash<QString, int> instances_;  // event run name -> runs opened for it
   QStringList quantities_;
+  QSet<int> changed_rows_;
+  QSet<QString> changed_quantities_;
+  QTimer notify_timer_;
 };
 
 }  // namespace tower::monitor

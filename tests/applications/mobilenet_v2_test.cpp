@@ -132,9 +132,9 @@ TEST_P(MobileNetV2Tables, LayersShapesAndParametersMatchKeras) {
     MobileNetV2Options options{.input_shape = read_shape(c.at("input_shape")),
                                .alpha = alpha,
                                .include_top = c.at("include_top").as_bool(),
+                               .classes = static_cast<int>(c.at("classes").as_int()),
                                .weights = "",
-                               .pooling = c.at("pooling").is_null() ? "" : c.at("pooling").as_string(),
-                               .classes = static_cast<int>(c.at("classes").as_int())};
+                               .pooling = c.at("pooling").is_null() ? "" : c.at("pooling").as_string()};
     const std::string what = "alpha " + GetParam() + ", input " + options.input_shape.to_string() +
                              (options.include_top ? ", top" : ", no top") + ", pooling '" + options.pooling + "'";
     SCOPED_TRACE(what);
@@ -254,8 +254,8 @@ const Numerics& numerics() {
     n.y = Tensor::from_vector(labels, Shape({batch}));
     n.options = {.input_shape = input,
                  .alpha = n.doc.at("alpha").as_double(),
-                 .weights = "",
                  .classes = static_cast<int>(n.doc.at("classes").as_int()),
+                 .weights = "",
                  .classifier_activation = "linear"};
     return n;
   }();
@@ -347,7 +347,7 @@ TEST(MobileNetV2, FullFitStepMatchesKeras) {
 
 TEST(MobileNetV2, OneFrozenBatchNormalizationKeepsItsStatisticsWhileTheRestTrains) {
   clear_session();
-  Model model = MobileNetV2({.input_shape = {32, 32, 1}, .alpha = 0.35, .weights = "", .classes = 10});
+  Model model = MobileNetV2({.input_shape = {32, 32, 1}, .alpha = 0.35, .classes = 10, .weights = ""});
   model.get_layer("bn_Conv1")->set_trainable(false);
   auto frozen = std::dynamic_pointer_cast<layers::BatchNormalizationImpl>(model.get_layer("bn_Conv1"));
   auto live = std::dynamic_pointer_cast<layers::BatchNormalizationImpl>(model.get_layer("block_1_expand_BN"));
@@ -494,7 +494,7 @@ TEST(MobileNetV2, ArgumentsAreCheckedAsKerasChecksThem) {
                  "alpha must be one of `0.35`, `0.50`, `0.75`, `1.0`, `1.3` or `1.4` only; Received `alpha=0.6`");
   expect_invalid({.alpha = 0, .weights = ""}, "`alpha` must be positive");
   expect_invalid({.include_top = false, .weights = "", .pooling = "mean"}, "`pooling` must be");
-  expect_invalid({.weights = "", .classes = 0}, "`classes` must be at least 1");
+  expect_invalid({.classes = 0, .weights = ""}, "`classes` must be at least 1");
   expect_invalid({.weights = "", .classifier_activation = "bogus"}, "bogus");
 
   const fs::path dir = temp_dir("args");
@@ -506,7 +506,7 @@ TEST(MobileNetV2, ArgumentsAreCheckedAsKerasChecksThem) {
 
   // Without pretrained weights any alpha, channel count, classifier activation and size >= 32 is a model.
   clear_session();
-  const Model odd = MobileNetV2({.input_shape = {33, 47, 5}, .alpha = 0.6, .weights = "none", .classes = 3,
+  const Model odd = MobileNetV2({.input_shape = {33, 47, 5}, .alpha = 0.6, .classes = 3, .weights = "none",
                                  .classifier_activation = "relu", .name = "odd"});
   EXPECT_EQ(odd.name(), "odd");
   EXPECT_EQ(odd.outputs().at(0).shape(), Shape({-1, 3}));

@@ -3,6 +3,8 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
+#include <cmath>
 
 #include "tests/gui/qt_test.h"
 #include "tests/gui/sample_run.h"
@@ -86,6 +88,30 @@ class ChartViewTest : public QObject {
     const QPoint val = widget_position(view, {4, 0.65}, view.series(0, SeriesKind::Validation));
     QCOMPARE(view.readout_at(val), QStringLiteral("a · validation · step 4 · 0.65"));
     QCOMPARE(view.readout_at(QPoint(2, 2)), QString());  // outside the plot
+  }
+
+  void a_long_series_is_drawn_decimated_keeping_its_extremes() {
+    QList<QPointF> points;
+    for (int i = 1; i <= 10000; ++i) points.append({double(i), std::sin(i * 0.01) + (i == 4321 ? 5.0 : 0.0)});
+    const QList<QPointF> kept = ChartView::decimate(points, 500);
+    QVERIFY(kept.size() <= 4 * 500);
+    QVERIFY(kept.size() >= 2 * 500);
+    QCOMPARE(kept.first(), points.first());
+    QCOMPARE(kept.last(), points.last());
+    QVERIFY(kept.contains(points[4320]));  // the spike
+    QVERIFY(std::is_sorted(kept.begin(), kept.end(), [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); }));
+    for (const QPointF& p : kept) QVERIFY(points.contains(p));
+
+    RunModel model;
+    QByteArray text;
+    for (const QPointF& p : points)
+      text += QByteArray(R"({"event": "batch", "run": "long", "step": )") + QByteArray::number(qint64(p.x())) +
+              R"(, "loss": )" + QByteArray::number(p.y(), 'g', 17) + "}\n";
+    feed(model, text);
+    ChartView view(&model, "loss");
+    QVERIFY(view.series(0, SeriesKind::Step)->count() <= ChartView::max_drawn_points);
+    QVERIFY(view.y_axis()->max() >= 5.0);  // the spike still sets the axis
+    QCOMPARE(model.run(0).points("loss", SeriesKind::Step).size(), 10000);
   }
 
   void exports_the_chart_as_a_png() {

@@ -104,6 +104,23 @@ class RunModelTest : public QObject {
     QCOMPARE(model.data(model.index(0, RunModel::Loss)).toString(), QStringLiteral("nan"));
   }
 
+  void views_hear_of_new_values_in_batches() {
+    RunModel model;
+    feed(model, R"({"event": "train_begin", "run": "a"})" "\n");
+    QTest::qWait(2 * RunModel::notify_interval_ms);
+    QSignalSpy rows(&model, &RunModel::dataChanged);
+    QSignalSpy series(&model, &RunModel::series_changed);
+    QByteArray text;
+    for (int step = 1; step <= 100; ++step)
+      text += R"({"event": "batch", "run": "a", "step": )" + QByteArray::number(step) + R"(, "loss": 1.0, "acc": 0.5})" "\n";
+    feed(model, text);
+    QCOMPARE(rows.count(), 0);
+    QCOMPARE(series.count(), 0);
+    QTRY_COMPARE(rows.count(), 1);
+    QCOMPARE(series.count(), 2);  // loss and acc, once each
+    QCOMPARE(model.run(0).points("acc", SeriesKind::Step).size(), 100);
+  }
+
   void unchecking_a_run_hides_it() {
     RunModel model;
     feed(model, sample_run("a"));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "api/io/config.h"
 #include "tests/tools/tools_testing.h"
@@ -19,9 +20,10 @@ struct Output {
   std::string text;  // stdout and stderr
 };
 
-Output tower(const std::string& args) {
+// Runs a shell command line; returns its exit status and its output.
+Output shell(const std::string& command) {
   Output out;
-  FILE* p = popen((std::string(TOWER_COMMAND) + " " + args + " 2>&1").c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   char buf[4096];
   std::size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.text.append(buf, n);
@@ -29,6 +31,8 @@ Output tower(const std::string& args) {
   out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
 }
+
+Output tower(const std::string& args) { return shell(std::string(TOWER_COMMAND) + " " + args); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -147,6 +151,50 @@ TEST(TowerCommand, TrainEvaluatePredictAndSummary) {
   o = tower("train " + file.string() + " --out " + run);
   EXPECT_EQ(o.status, 1);
   EXPECT_TRUE(contains(o.text, "already exists and is not empty")) << o.text;
+  fs::remove_all(dir);
+}
+
+
+// --monitor starts the monitor (here a stand-in script that records its arguments) on the run directory once
+// it exists; a missing monitor or display is told before anything is made.
+TEST(TowerCommand, MonitorFlagStartsTheMonitorOnTheRunDirectory) {
+  const fs::path dir = testing::fresh_dir();
+  fs::create_directories(dir);
+  const fs::path file = dir / "tiny.yaml", fake = dir / "fake-monitor", seen = dir / "monitor-args.txt";
+  std::ofstream(file) << kExperiment;
+  std::ofstream(fake) << "#!/bin/sh\n[ -f \"$2/events.jsonl\" ] && echo \"$@\" > " << seen.string() << ".tmp && mv "
+                      << seen.string() << ".tmp " << seen.string() << "\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const std::string run = (dir / "run").string(), train = " train " + file.string() + " --set fit.epochs=1 --out ";
+  const std::string tower_command = TOWER_COMMAND;
+
+  Output o = shell("env TOWER_MONITOR=" + fake.string() + " QT_QPA_PLATFORM=offscreen " + tower_command + train + run +
+                   " --monitor --set fit.verbose=0");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(contains(o.text, "Monitor: " + fake.string() + " " + run + " (pid ")) << o.text;
+  for (int i = 0; i < 200 && !fs::exists(seen); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::ifstream args(seen);
+  std::string line;
+  std::getline(args, line);
+  EXPECT_EQ(line, "--no-listen " + run);
+
+  o = shell("env TOWER_MONITOR=" + (dir / "nowhere").string() + " QT_QPA_PLATFORM=offscreen " + tower_command + train +
+            run + "-a --monitor");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_TRUE(contains(o.text, "--monitor: TOWER_MONITOR=" + (dir / "nowhere").string() + " is not an executable"))
+      << o.text;
+  o = shell("env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM TOWER_MONITOR=" + fake.string() + " " +
+            tower_command + train + run + "-b --monitor");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_TRUE(contains(o.text, "--monitor: no display")) << o.text;
+  EXPECT_FALSE(fs::exists(run + "-a"));
+  EXPECT_FALSE(fs::exists(run + "-b"));
+  o = tower(train + run + "-c --monitor=yes");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "--monitor takes no value")) << o.text;
+  o = tower(train + run + "-c --monitor --monitor");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_TRUE(contains(o.text, "--monitor given twice")) << o.text;
   fs::remove_all(dir);
 }
 

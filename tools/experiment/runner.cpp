@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -127,7 +128,7 @@ void print_logs(std::ostream& log, const std::string& title, const Logs& logs) {
   const char* separator = " ";
   for (const auto& [k, v] : logs.entries()) {
     char value[32];
-    std::snprintf(value, sizeof value, "%.4f", v);
+    std::snprintf(value, sizeof value, "%.4f", std::isnan(v) ? std::fabs(v) : v);  // "nan", never "-nan"
     log << separator << k << ": " << value;
     separator = " - ";
   }
@@ -199,6 +200,7 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
     cbs.push_back(progress);
     cbs.push_back(checkpoint);
   }
+  if (chief && options.on_run_directory) options.on_run_directory(dir.path());
 
   const int epochs = static_cast<int>(e.at("fit.epochs").as_int());
   int start_epoch = 0;

@@ -6,6 +6,7 @@
 // set_random_seed(seed); the data (whose training shuffle draws one seed); the model (its initialisers draw
 // from the global generator) inside the strategy's scope; compile; fit.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -30,6 +31,9 @@ struct TrainOptions {
   bool handle_sigint = true;
   // Tests: stop as Ctrl-C does after this many batches of this process.
   std::optional<std::int64_t> interrupt_after_batches;
+  // Called with the run directory once it holds config.yaml, summary.txt and events.jsonl, before training
+  // starts (chief only); `tower train --monitor` starts the monitor here.
+  std::function<void(const std::string& run_directory)> on_run_directory;
 };
 
 struct TrainResult {

@@ -18,9 +18,11 @@ std::string CommandLine::required(const std::string& name) const {
   return *v;
 }
 
-CommandLine parse_command_line(const std::vector<std::string>& args, const std::vector<std::string>& value_options) {
+CommandLine parse_command_line(const std::vector<std::string>& args, const std::vector<std::string>& value_options,
+                               const std::vector<std::string>& flag_options) {
   CommandLine out;
   std::vector<std::string> known = value_options;
+  known.insert(known.end(), flag_options.begin(), flag_options.end());
   known.push_back("set");
   known.push_back("help");
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -43,6 +45,11 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
     if (std::find(known.begin(), known.end(), name) == known.end() || name == "help") {
       const std::string near = tower::detail::closest_key(name, known);
       throw UsageError("unknown option --" + name + (near.empty() ? "" : " (did you mean --" + near + "?)"));
+    }
+    if (std::find(flag_options.begin(), flag_options.end(), name) != flag_options.end()) {
+      if (has_value) throw UsageError("--" + name + " takes no value");
+      if (!out.flags.insert(name).second) throw UsageError("--" + name + " given twice");
+      continue;
     }
     if (!has_value) {
       if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");

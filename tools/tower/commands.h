@@ -12,8 +12,9 @@ struct Command {
   std::string name;
   std::string summary;
   std::string help;
-  std::vector<std::string> options;
+  std::vector<std::string> options;  // --options that take a value
   int (*run)(const CommandLine& line);
+  std::vector<std::string> flags = {};  // --options that take none
 };
 
 // Exit statuses: 0 success, 1 a failure while running, 2 a bad command line or experiment, 130 interrupted.

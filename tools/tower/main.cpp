@@ -1,5 +1,5 @@
 // tower: runs YAML experiments (docs/experiments.md).
-//   tower train FILE [--set key.path=value ...] [--out RUN_DIR] [--resume RUN_DIR]
+//   tower train FILE [--set key.path=value ...] [--out RUN_DIR] [--resume RUN_DIR] [--monitor]
 //   tower evaluate FILE --weights W        tower predict FILE --weights W --input PATH
 //   tower summary FILE                     tower check FILE
 #include <iostream>
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   }
   try {
     const tower::cli::CommandLine line =
-        tower::cli::parse_command_line({args.begin() + 1, args.end()}, command->options);
+        tower::cli::parse_command_line({args.begin() + 1, args.end()}, command->options, command->flags);
     if (line.help) {
       std::cout << command->help;
       return 0;
