@@ -21,7 +21,9 @@ void HierarchicalCopyAllReduceImpl::reduce(int r, int k, float* const* parts, fl
   const auto [begin, end] = detail::chunk(count, first ? r : r - g, size);
   detail::sum_parts(parts + (first ? 0 : g), size, first ? out : parts[g], begin, end);
   barrier.arrive_and_wait();
-  const auto [b, e] = detail::chunk(count, r, k);
+  // Plain variables, not a structured binding: Clang 14 cannot use bindings inside an OpenMP construct.
+  const auto range = detail::chunk(count, r, k);
+  const Index b = range.first, e = range.second;
   const float* second = parts[g];
 #pragma omp simd
   for (Index i = b; i < e; ++i) out[i] += second[i];

@@ -1,6 +1,7 @@
 #include "api/callbacks/backup_and_restore.h"
 
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <stdexcept>
 
@@ -79,6 +80,15 @@ void BackupAndRestore::save(int completed_epoch) {
   const Config opt_config = optimizer.get_config();
   if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
     state.set("learning_rate", optimizer.learning_rate());
+  if (const std::string bad = io::first_non_finite(tensors); !bad.empty()) {
+    if (!warned_non_finite_)
+      std::cerr << "Warning: BackupAndRestore: not backing up to " << path_ << ": '" << bad
+                << "' is NaN or infinite, the training diverged; the last good backup is kept (no backup is "
+                   "written while the weights stay non-finite)\n";
+    warned_non_finite_ = true;
+    return;
+  }
+  warned_non_finite_ = false;
   Config extra = Config::map();
   extra.set("backup_and_restore", state);
   std::filesystem::create_directories(backup_dir_);

@@ -6,7 +6,10 @@
 // is written atomically: the model's weights ("model/<path>"), the optimizer's slot variables
 // ("optimizer/<path>") and, in the file's extra config, the last completed epoch (0-based; -1 for a batch
 // save during the first epoch), the optimizer's iterations and its learning rate when that is a constant.
-// Because the write is atomic, a crash during a save leaves the previous backup intact.
+// Because the write is atomic, a crash during a save, or a full disk, leaves the previous backup intact (a
+// failed write throws std::runtime_error naming the file and the system error). Weights or optimizer slots
+// holding a NaN or an infinity (a diverged run) are not backed up: a warning on standard error says so and the
+// last good backup stays.
 //
 // on_train_begin restores a backup when one exists: weights, optimizer slots (after building the optimizer
 // for the model's trainable weights), iterations and a constant learning rate; fit() then resumes at the
@@ -54,6 +57,7 @@ class BackupAndRestore : public Callback {
   int current_epoch_ = 0;
   std::int64_t batches_since_save_ = 0;
   std::int64_t last_batch_seen_ = 0;
+  bool warned_non_finite_ = false;
 };
 
 }  // namespace tower::callbacks

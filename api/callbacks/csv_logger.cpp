@@ -38,6 +38,7 @@ std::string CSVLogger::field(const std::string& text) const {
 
 void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
   if (model() && !model()->is_chief()) return;
+  errno = 0;  // what a failed write below sets, for the error message
   if (!keys_) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : logs.entries()) keys.push_back(k);
@@ -61,7 +62,9 @@ void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
   }
   file_ << "\n";
   file_.flush();
-  if (!file_) throw std::runtime_error("CSVLogger: cannot write to \"" + filename_ + "\"");
+  if (!file_)
+    throw std::runtime_error("CSVLogger: cannot write to \"" + filename_ + "\"" +
+                             (errno ? std::string(": ") + std::strerror(errno) : std::string()));
 }
 
 void CSVLogger::on_train_end(const Logs&) {

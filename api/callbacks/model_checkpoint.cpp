@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "api/callbacks/early_stopping.h"
+#include "api/io/weights_file.h"
 #include "api/models/model.h"
 
 namespace tower::callbacks {
@@ -284,6 +285,21 @@ void ModelCheckpoint::save(int epoch, std::int64_t batch, const Logs& logs) {
   }
   for (const auto& [k, v] : logs.entries()) values.set(k, v);
   const std::string path = detail::python_format(filepath_, values, ints);
+  // The weights of a diverged run are never written: they would replace the last good checkpoint (the same
+  // file, or the one a user would pick as the latest).
+  std::vector<io::NamedTensor> named;
+  for (const VariablePtr& v : model()->weights()) named.push_back({v->path, v->value});
+  if (const std::string bad = io::first_non_finite(named); !bad.empty()) {
+    if (!warned_non_finite_)
+      std::cerr << "Warning: ModelCheckpoint: not saving " << path << " (epoch " << epoch + 1
+                << "): weight '" << bad << "' is NaN or infinite, the training diverged; "
+                << (last_saved_.empty() ? std::string("no checkpoint was saved before")
+                                        : "the last good checkpoint, " + last_saved_ + ", is kept")
+                << " (no checkpoint is written while the weights stay non-finite)\n";
+    warned_non_finite_ = true;
+    return;
+  }
+  warned_non_finite_ = false;
   if (!should_save(epoch, logs, path)) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);

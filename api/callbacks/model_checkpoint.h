@@ -1,6 +1,7 @@
 #pragma once
 // ModelCheckpoint (Keras 3): saves the model's weights (ModelImpl::save_weights, a Tower weights file
-// written atomically) at the end of every epoch, or every `save_freq` batches.
+// written atomically) at the end of every epoch, or every `save_freq` batches. A write that fails (a full
+// disk) throws std::runtime_error naming the file and the system error, and leaves the previous file as it was.
 //
 // `filepath` may hold Python-style placeholders filled from the epoch (1-based) and the logs:
 // "ckpt-{epoch:02d}-{val_loss:.4f}.weights" -> "ckpt-03-0.1234.weights". Supported specs are those of
@@ -12,6 +13,10 @@
 // With save_best_only a file is written only when the monitored value improves on the best so far (which
 // starts at initial_value_threshold when given); a missing monitor key warns once on standard error and
 // then saves every time, as Keras does. mode "auto" maximizes names containing "acc" or "auc".
+//
+// Weights holding a NaN or an infinity (a diverged run) are never saved: a warning on standard error names
+// the weight and the last good checkpoint, which is kept (Keras would overwrite it). save_best_only compares
+// only the values of saves that happen.
 //
 // Only weight files are written: save_weights_only must stay true (Keras' default of false, the whole
 // model, throws std::invalid_argument; use Model::save for that). An unknown mode or a save_freq that is
@@ -64,6 +69,7 @@ class ModelCheckpoint : public Callback {
   std::int64_t batches_since_save_ = 0;
   std::int64_t last_batch_seen_ = 0;
   bool warned_ = false;
+  bool warned_non_finite_ = false;
   std::string last_saved_;
 };
 

@@ -21,8 +21,9 @@ std::string printf_string(const char* format, double value) {
   return buf;
 }
 
-// Keras' value format: 4 decimals, or scientific for magnitudes at or below 1e-3.
+// Keras' value format: 4 decimals, or scientific for magnitudes at or below 1e-3; "nan" whatever its sign bit.
 std::string format_value(double v) {
+  if (std::isnan(v)) return "nan";
   return printf_string(std::fabs(v) > 1e-3 || v == 0 ? "%.4f" : "%.4e", v);
 }
 
@@ -52,6 +53,7 @@ std::ostream& ProgbarLogger::out() const { return out_ ? *out_ : std::cout; }
 
 void ProgbarLogger::on_train_begin(const Logs&) {
   in_fit_ = true;
+  warned_non_finite_ = false;
   learned_steps_ = -1;
   verbose_ = params().verbose;
   epochs_ = params().epochs;
@@ -60,6 +62,7 @@ void ProgbarLogger::on_train_begin(const Logs&) {
 void ProgbarLogger::on_train_end(const Logs&) { in_fit_ = false; }
 
 void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
+  epoch_ = epoch;
   verbose_ = params().verbose;
   epochs_ = params().epochs;
   // With unknown steps, the count seen in the first epoch becomes the target of the next ones (as Keras).
@@ -70,6 +73,22 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
 void ProgbarLogger::on_train_batch_end(std::int64_t batch, const Logs& logs) {
   examples_ += logs.get("size").value_or(0.0);
   update(batch + 1, logs, false);
+  if (!warned_non_finite_ && verbose_ > 0) warn_if_non_finite(batch, logs);
+}
+
+void ProgbarLogger::warn_if_non_finite(std::int64_t batch, const Logs& logs) {
+  for (const auto& [k, v] : logs.entries()) {
+    if (k == "size" || std::isfinite(v)) continue;
+    std::ostream& os = out();
+    if (dynamic_ && verbose_ == 1 && drawn_) os << '\n';  // below the bar being drawn
+    prev_width_ = 0;
+    os << "Warning: " << k << " is " << format_value(v) << " at epoch " << epoch_ + 1 << ", batch " << batch + 1
+       << " (its first non-finite value): the training diverged. Lower the learning rate, or add TerminateOnNaN "
+          "to stop at the first invalid loss.\n"
+       << std::flush;
+    warned_non_finite_ = true;
+    return;
+  }
 }
 
 void ProgbarLogger::on_epoch_end(int, const Logs& logs) {

@@ -11,6 +11,9 @@
 // with 4 decimals, or in scientific notation at or below 1e-3. Inside fit() the test hooks belong to
 // validation and print nothing; outside fit (evaluate) they draw their own bar. With unknown steps (-1) the
 // bar shows "n/Unknown" until the first epoch ends, whose count becomes the target of the next epochs.
+// A NaN or infinite value prints as "nan" / "inf" ("loss: nan"); the first one of a fit's training batches also
+// prints, once, "Warning: loss is nan at epoch E, batch B (its first non-finite value): the training diverged.
+// ..." (E and B 1-based), whatever the verbosity above 0.
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
@@ -47,6 +50,8 @@ class ProgbarLogger : public Callback {
   void update(std::int64_t current, const Logs& logs, bool finalize);
   // Seconds per step so far, leaving out the first step once there are others (as Keras).
   double step_seconds(std::int64_t current, Clock::time_point now);
+  // The one-time warning for the first NaN or infinite value of a training batch's logs.
+  void warn_if_non_finite(std::int64_t batch, const Logs& logs);
   std::ostream& out() const;
 
   std::ostream* out_;
@@ -63,6 +68,8 @@ class ProgbarLogger : public Callback {
   bool drawn_ = false;         // something drawn since start_bar
   std::size_t prev_width_ = 0; // length of the last dynamic line
   double examples_ = 0;        // examples seen in the current bar (from "size")
+  int epoch_ = 0;
+  bool warned_non_finite_ = false;  // in this fit
 };
 
 }  // namespace tower::callbacks

@@ -14,10 +14,13 @@ int Shape::normalize_axis(int axis) const {
 
 Index Shape::numel() const {
   Index n = 1;
-  for (Index d : dims_) {
+  for (Index d : dims_)
     if (d < 0) throw std::logic_error("numel() of shape " + to_string() + " with an unknown dimension");
-    n *= d;
-  }
+  for (Index d : dims_)
+    if (d == 0) return 0;  // before any product: (2^32, 2^32, 0) is empty, not an overflow
+  for (Index d : dims_)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw std::overflow_error("shape " + to_string() + " has more elements than an Index can count");
   return n;
 }
 

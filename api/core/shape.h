@@ -22,7 +22,7 @@ class Shape {
   Index& operator[](int axis) { return dims_[normalize_axis(axis)]; }
   int normalize_axis(int axis) const;
 
-  // Product of all dimensions; requires every dimension to be known.
+  // Product of all dimensions; requires every dimension to be known; std::overflow_error past an Index.
   Index numel() const;
   bool fully_known() const;
   const std::vector<Index>& dims() const { return dims_; }

@@ -99,6 +99,25 @@ std::string truncated(const std::string& path, const std::string& what, std::siz
          std::to_string(actual) + " could be read" + (zlib_error.empty() ? "" : " (gzip: " + zlib_error + ")");
 }
 
+// Deflate expands at most 1032-fold, so a gzip file of n bytes holds at most 1032 n bytes of data.
+constexpr std::uintmax_t kMaxGzipRatio = 1032;
+
+// Throws, as a truncated file, when `expected` data bytes after `header_bytes` cannot be in the file: for a
+// plain file its size says so; a gzip file can hold at most kMaxGzipRatio times its own size.
+void check_data_fits(gzFile file, const std::string& path, const std::string& what, std::size_t expected,
+                     std::size_t header_bytes) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return;  // the reads below report what they find
+  if (gzdirect(file)) {
+    const std::uintmax_t available = size > header_bytes ? size - header_bytes : 0;
+    if (expected > available) throw std::runtime_error(truncated(path, what, expected, available, ""));
+  } else if (expected / kMaxGzipRatio > size) {
+    throw std::runtime_error("truncated IDX file " + path + ": " + what + " needs " + std::to_string(expected) +
+                             " bytes, more than a gzip file of " + std::to_string(size) + " bytes can hold");
+  }
+}
+
 }  // namespace
 
 Tensor idx::read(const std::string& path) {
@@ -130,13 +149,16 @@ Tensor idx::read(const std::string& path) {
   std::vector<Index> dims;
   for (int d = 0; d < rank; ++d) dims.push_back(big_endian_u32(&header[4 * d]));
   Shape shape(std::move(dims));
-  const std::size_t values = static_cast<std::size_t>(shape.numel());
-  if (values > (std::size_t{1} << 36))
-    throw std::runtime_error("IDX file " + path + ": implausible shape " + shape.to_string());
+  const std::string what = "data of shape " + shape.to_string() + " " + type.name;
+  // The header's dimensions are checked against the file before anything is allocated for them.
+  std::size_t expected = type.bytes;
+  for (Index d : shape)
+    if (__builtin_mul_overflow(expected, static_cast<std::size_t>(d), &expected))
+      throw std::runtime_error("IDX file " + path + ": the dimensions in the header, " + shape.to_string() +
+                               ", hold more values than any file can");
+  check_data_fits(file.get(), path, what, expected, 4 + header.size());
 
   Tensor out(shape, type.dtype);
-  const std::size_t expected = values * type.bytes;
-  const std::string what = "data of shape " + shape.to_string() + " " + type.name;
   if (type.dtype == DType::uint8) {
     got = read_bytes(file.get(), out.raw_data(), expected, zlib_error);
     if (got < expected) throw std::runtime_error(truncated(path, what, expected, got, zlib_error));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,62 @@
 #include <vector>
 
 namespace tower::data {
+
+namespace {
+
+// Whether the bytes start as one of the four formats decode_image reads, as stb_image tests them. Only those reach
+// stb_image: its other decoders (TGA, PSD, HDR, PIC, PNM) are outside Tower's contract, and fuzzing found
+// Debian's 2.27 reading past a heap buffer in one of them (16-bit PNM).
+bool is_png_jpeg_bmp_or_gif(const std::vector<unsigned char>& b) {
+  const auto starts_with = [&](const char* magic, std::size_t n) {
+    return b.size() >= n && std::equal(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n),
+                                       reinterpret_cast<const unsigned char*>(magic));
+  };
+  std::size_t fill = 1;  // JPEG: 0xFF, any number of fill bytes 0xFF, then SOI (0xD8)
+  while (fill < b.size() && b[fill] == 0xFF) ++fill;
+  return starts_with("\x89PNG\r\n\x1a\n", 8) || (b[0] == 0xFF && fill < b.size() && b[fill] == 0xD8) ||
+         starts_with("BM", 2) || starts_with("GIF87a", 6) || starts_with("GIF89a", 6);
+}
+
+// Debian's stb_image (2.27) trusts the code counts of a JPEG DHT segment: a Huffman table of more than 256 codes
+// overflows its 256-entry arrays on the heap (found by tests/fuzz; later stb_image releases check it). Every DHT
+// segment stb_image could reach is checked here first, read as stb_image reads it: tables while the segment's
+// length lasts, each a class/id byte, 16 counts, then the codes. Returns the largest table's code count.
+int largest_jpeg_huffman_table(const std::vector<unsigned char>& b) {
+  const std::size_t n = b.size();
+  int largest = 0;
+  // A JPEG to stb_image: 0xFF, any number of fill bytes 0xFF, then SOI (0xD8).
+  std::size_t i = 1;
+  while (i < n && b[i] == 0xFF) ++i;
+  if (n == 0 || b[0] != 0xFF || i >= n || b[i] != 0xD8) return largest;
+  ++i;
+  while (i + 3 < n) {
+    // Segments follow each other; entropy-coded data after a scan is searched for the next marker.
+    if (b[i] != 0xFF || b[i + 1] == 0xFF) {
+      ++i;
+      continue;
+    }
+    const unsigned char marker = b[i + 1];
+    i += 2;
+    if (marker == 0xD9) break;  // EOI: stb_image stops
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
+    const std::size_t length = (std::size_t{b[i]} << 8) | b[i + 1];
+    if (marker == 0xC4) {
+      std::size_t table = i + 2;
+      for (long left = static_cast<long>(length) - 2; left > 0 && table < n;) {
+        int codes = 0;
+        for (std::size_t k = table + 1; k <= table + 16 && k < n; ++k) codes += b[k];
+        largest = std::max(largest, codes);
+        table += 17 + static_cast<std::size_t>(codes);
+        left -= 17 + codes;
+      }
+    }
+    i += length;
+  }
+  return largest;
+}
+
+}  // namespace
 
 Tensor decode_image(const std::string& path, int channels) {
   if (channels != 1 && channels != 3 && channels != 4)
@@ -23,14 +80,32 @@ Tensor decode_image(const std::string& path, int channels) {
   if (in.bad()) throw std::runtime_error("cannot read image file " + path);
   if (bytes.empty()) throw std::runtime_error("cannot decode image " + path + ": the file is empty");
 
+  if (!is_png_jpeg_bmp_or_gif(bytes)) {
+    std::string start;
+    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%s%02x", i ? " " : "", bytes[i]);
+      start += hex;
+    }
+    throw std::runtime_error("cannot decode image " + path + ": not a PNG, JPEG, BMP or GIF file (it starts with " +
+                             start + ")");
+  }
+  if (const int codes = largest_jpeg_huffman_table(bytes); codes > 256)
+    throw std::runtime_error("cannot decode image " + path + ": a JPEG Huffman table (DHT) holds " +
+                             std::to_string(codes) + " codes, more than 256 (a damaged file)");
   int width = 0, height = 0, file_channels = 0;
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &file_channels) &&
+      static_cast<Index>(width) * height > kMaxImagePixels)
+    throw std::runtime_error("cannot decode image " + path + ": its header says " + std::to_string(width) + "x" +
+                             std::to_string(height) + " pixels, more than the " + std::to_string(kMaxImagePixels) +
+                             " decode_image accepts (a damaged file, or an image to shrink first)");
   std::unique_ptr<unsigned char, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &file_channels, channels),
       stbi_image_free);
   if (!pixels) {
     const char* reason = stbi_failure_reason();
     throw std::runtime_error("cannot decode image " + path + ": " + (reason ? reason : "unknown error") +
-                             " (stb_image reads PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC and PNM)");
+                             " (decode_image reads PNG, JPEG, BMP and GIF)");
   }
   Tensor out(Shape{height, width, channels}, DType::float32);
   float* dst = out.data<float>();

@@ -270,7 +270,9 @@ class JsonParser {
           case 'b': out += '\b'; break;
           case 'f': out += '\f'; break;
           case 'u': {
-            if (pos_ + 4 > s_.size()) fail("bad \\u escape");
+            if (pos_ + 4 > s_.size() ||
+                s_.find_first_not_of("0123456789abcdefABCDEF", pos_) < pos_ + 4)
+              fail("bad \\u escape");
             const unsigned code = static_cast<unsigned>(std::stoul(s_.substr(pos_, 4), nullptr, 16));
             pos_ += 4;
             if (code < 0x80) {
@@ -295,7 +297,18 @@ class JsonParser {
     ++pos_;
     return out;
   }
+  // Nesting is bounded, so a damaged file cannot exhaust the stack.
+  static constexpr int kMaxDepth = 256;
+  struct Nest {
+    explicit Nest(JsonParser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth) p_.fail("values nest deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~Nest() { --p_.depth_; }
+    JsonParser& p_;
+  };
+
   Config array() {
+    const Nest nest(*this);
     ++pos_;
     Config out = Config::list();
     skip_ws();
@@ -318,6 +331,7 @@ class JsonParser {
     }
   }
   Config object() {
+    const Nest nest(*this);
     ++pos_;
     Config out = Config::map();
     skip_ws();
@@ -348,6 +362,7 @@ class JsonParser {
 
   const std::string& s_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 }  // namespace
 

@@ -1,10 +1,14 @@
 #include "api/io/weights_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -49,32 +53,80 @@ std::uint32_t crc32(const void* data, std::size_t size, std::uint32_t crc) {
   return ~crc;
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write '" + path + "': " + err + " (the previous file is unchanged)");
-    }
+namespace {
+
+// The test hook of write_file_atomically (see weights_file.h): stops the process half-way through writing.
+void maybe_stop_in_write(const std::string& path, int fd, const std::string& bytes, std::size_t& done) {
+  const char* suffix = std::getenv("TOWER_TEST_STOP_IN_WRITE");
+  if (!suffix || !*suffix) return;
+  const std::string s = suffix;
+  if (s != "*" && (path.size() < s.size() || path.compare(path.size() - s.size(), s.size(), s) != 0)) return;
+  const std::size_t half = bytes.size() / 2;
+  while (done < half) {
+    const ssize_t n = ::write(fd, bytes.data() + done, half - done);
+    if (n <= 0) return;  // the normal path reports the error
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string err = std::strerror(errno);
+  ::raise(SIGSTOP);
+}
+
+// Makes a rename durable: fsync of the directory holding `path` (best effort; some file systems refuse it).
+void sync_parent_directory(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  struct stat st {};
+  const std::string unchanged =
+      ::stat(path.c_str(), &st) == 0 ? " (the previous file is unchanged)" : " (no file was written)";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno) + unchanged);
+  // Every failure removes the temporary file, so a full disk gets its space back, and leaves `path` alone.
+  const auto abandon = [&](int error) {
+    ::close(fd);
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "': " + err + " (the previous file is unchanged)");
+    throw std::runtime_error("cannot write '" + path + "': " + std::strerror(error) + unchanged);
+  };
+  std::size_t done = 0;
+  maybe_stop_in_write(path, fd, bytes, done);
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) abandon(errno);
+    done += static_cast<std::size_t>(n);
+  }
+  // Delayed allocation (and network file systems) may report a full disk only here.
+  if (::fsync(fd) != 0) abandon(errno);
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path + "': " + std::strerror(error) + unchanged);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
+    const int error = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot replace '" + path + "': " + err + " (the previous file is unchanged)");
+    throw std::runtime_error("cannot replace '" + path + "': " + std::strerror(error) + unchanged);
   }
+  sync_parent_directory(path);
+}
+
+std::string first_non_finite(const std::vector<NamedTensor>& tensors) {
+  for (const NamedTensor& t : tensors) {
+    if (t.value.dtype() != DType::float32) continue;
+    const Tensor host = t.value.to(Device::cpu());
+    const float* p = host.data<float>();
+    for (Index i = 0; i < host.numel(); ++i)
+      if (!std::isfinite(p[i])) return t.name;
+  }
+  return "";
 }
 
 void write_weights_file(const std::string& path, const std::vector<NamedTensor>& weights, const Config& extra) {
@@ -121,34 +173,43 @@ WeightsFile read_weights_file(const std::string& path) {
   if (data.size() < 20 + 8 + 4) fail(path, "truncated: " + std::to_string(data.size()) + " bytes");
   const std::uint32_t version = static_cast<std::uint32_t>(get_u(data, 8, 4));
   if (version != kVersion) fail(path, "format version " + std::to_string(version) + " is not supported");
+  // Every size and offset in the file is checked against the file itself before it is used.
   const std::uint64_t json_size = get_u(data, 12, 8);
-  if (20 + json_size + 8 + 4 > data.size())
+  if (json_size > data.size() - (20 + 8 + 4))
     fail(path, "truncated: header of " + std::to_string(json_size) + " bytes does not fit in " +
                    std::to_string(data.size()) + " bytes");
   const std::uint64_t data_size = get_u(data, 20 + json_size, 8);
   const std::size_t data_start = 20 + json_size + 8;
-  if (data_start + data_size + 4 != data.size())
-    fail(path, "truncated or padded: expected " + std::to_string(data_start + data_size + 4) + " bytes, found " +
-                   std::to_string(data.size()));
+  if (data_size != data.size() - data_start - 4)
+    fail(path, "truncated or padded: the data size field says " + std::to_string(data_size) + " bytes, the file has " +
+                   std::to_string(data.size() - data_start - 4) + " after its header");
   const std::uint32_t stored = static_cast<std::uint32_t>(get_u(data, data.size() - 4, 4));
   if (crc32(data.data(), data.size() - 4) != stored) fail(path, "checksum mismatch: the file is corrupted");
 
-  Config header;
+  WeightsFile result;
   try {
-    header = Config::parse_json(data.substr(20, json_size));
+    const Config header = Config::parse_json(data.substr(20, json_size));
+    if (header.contains("extra")) result.extra = header.at("extra");
+    for (const Config& e : header.at("weights").as_list()) {
+      const std::string& name = e.at("name").as_string();
+      const std::string where = "weight '" + name + "'";
+      std::vector<Index> dims;
+      std::uint64_t bytes = sizeof(float);
+      for (const Config& d : e.at("shape").as_list()) {
+        dims.push_back(d.as_int());
+        if (dims.back() < 0) fail(path, where + ": negative dimension " + std::to_string(dims.back()) + " in its shape");
+        if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(dims.back()), &bytes)) bytes = UINT64_MAX;
+      }
+      const std::int64_t offset = e.at("offset").as_int();
+      if (offset < 0 || bytes > data_size || static_cast<std::uint64_t>(offset) > data_size - bytes)
+        fail(path, where + " of shape " + Shape(dims).to_string() + " at offset " + std::to_string(offset) +
+                       " lies outside the " + std::to_string(data_size) + " bytes of data");
+      Tensor t{Shape(std::move(dims))};
+      std::memcpy(t.raw_data(), data.data() + data_start + offset, t.nbytes());
+      result.weights.push_back({name, t});
+    }
   } catch (const ConfigError& e) {
     fail(path, std::string("malformed header: ") + e.what());
-  }
-  WeightsFile result;
-  if (header.contains("extra")) result.extra = header.at("extra");
-  for (const Config& e : header.at("weights").as_list()) {
-    std::vector<Index> dims;
-    for (const Config& d : e.at("shape").as_list()) dims.push_back(d.as_int());
-    Tensor t{Shape(dims)};
-    const std::uint64_t off = static_cast<std::uint64_t>(e.at("offset").as_int());
-    if (off + t.nbytes() > data_size) fail(path, "weight '" + e.at("name").as_string() + "' lies outside the data");
-    std::memcpy(t.raw_data(), data.data() + data_start + off, t.nbytes());
-    result.weights.push_back({e.at("name").as_string(), t});
   }
   return result;
 }

@@ -380,9 +380,16 @@ void Model::save(const std::string& path) const {
 
 Model Model::load(const std::string& path) {
   const io::WeightsFile file = io::read_weights_file(path);
-  if (!file.extra.contains("model"))
+  // save() stores the model's config (a map) under "model"; save_weights() only the model's name.
+  if (!file.extra.contains("model") || !file.extra.at("model").is_map())
     throw std::invalid_argument("'" + path + "' holds weights only (save_weights); load it with load_weights()");
-  Model m(model_from_config(file.extra.at("model")));
+  std::shared_ptr<ModelImpl> impl;
+  try {
+    impl = model_from_config(file.extra.at("model"));
+  } catch (const ConfigError& e) {
+    throw ConfigError("model file '" + path + "': " + e.what());
+  }
+  Model m(impl);
   m->assign_weights(file, path);
   return m;
 }

@@ -173,7 +173,10 @@ Options from_config(const Config& c, const std::string& what, std::initializer_l
   if (!c.is_map()) throw ConfigError(what + ": expected a map of arguments, got " + c.type_name());
   std::vector<std::string> known;
   options.visit([&](const char* key, auto&) { known.emplace_back(key); });
-  for (const auto& [key, value] : c.as_map()) {
+  for (const auto& entry : c.as_map()) {
+    // Named references, not a structured binding: Clang 14 cannot capture bindings in the lambda below.
+    const std::string& key = entry.first;
+    const Config& value = entry.second;
     bool found = false;
     options.visit([&](const char* k, auto& field) {
       if (found || key != k) return;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -164,6 +165,34 @@ TEST(BackupAndRestore, RejectsBadArguments) {
   EXPECT_THROW(BackupAndRestore(""), std::invalid_argument);
   EXPECT_THROW(BackupAndRestore("d", {.save_freq = "batch"}), std::invalid_argument);
   EXPECT_THROW(BackupAndRestore("d", {.save_freq = std::int64_t{-1}}), std::invalid_argument);
+}
+
+// A diverging run (the learning rate raised to 1e30 after two epochs) never replaces the backup with non-finite
+// weights: the backup still holds epoch 2, finite, with one warning, and a new fit resumes from it.
+TEST(BackupAndRestore, NeverBacksUpTheNonFiniteWeightsOfADivergedRun) {
+  const auto [x, y] = data();
+  const fs::path dir = fresh_dir();
+  Sequential m = make_model(1);
+  auto backup = std::make_shared<BackupAndRestore>(dir.string(), BackupAndRestoreOptions{.delete_checkpoint = false});
+  std::vector<Tensor> after_epoch_2;
+  auto diverge = std::make_shared<LambdaCallback>(LambdaCallbackOptions{
+      .on_epoch_begin = [&](int epoch, const Logs&) { if (epoch == 2) m.optimizer()->set_learning_rate(1e30); },
+      .on_epoch_end = [&](int epoch, const Logs&) { if (epoch == 1) after_epoch_2 = m.get_weights(); }});
+  ::testing::internal::CaptureStderr();
+  const History h = m.fit(x, y, options({diverge, backup}));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(std::isfinite(h["loss"].back()));
+  EXPECT_EQ(err.find("Warning: BackupAndRestore: not backing up to " + backup->backup_path() + ": '"), 0u) << err;
+  EXPECT_EQ(err.find("Warning", 1), std::string::npos) << err;
+  const io::WeightsFile file = io::read_weights_file(backup->backup_path());
+  EXPECT_EQ(io::first_non_finite(file.weights), "");
+  EXPECT_EQ(file.extra.at("backup_and_restore").at("epoch").as_int(), 1);
+  Sequential resumed = make_model(2);
+  const History rest = resumed.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0,
+                                          .callbacks = {std::make_shared<BackupAndRestore>(dir.string())}, .shuffle = false});
+  EXPECT_EQ(rest.epoch(), (std::vector<int>{2}));
+  EXPECT_TRUE(std::isfinite(rest["loss"].back()));
+  fs::remove_all(dir);
 }
 
 }  // namespace

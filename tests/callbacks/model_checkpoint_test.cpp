@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "api/callbacks/lambda_callback.h"
 #include "api/io/weights_file.h"
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
@@ -205,6 +206,46 @@ TEST(ModelCheckpoint, WorksInsideFitAndTheFileLoadsBack) {
   f.model.load_weights((dir / "last.weights").string());  // the loss fell every epoch: the last is the best
   const std::vector<Tensor> loaded = f.model.get_weights();
   for (std::size_t i = 0; i < trained.size(); ++i) EXPECT_EQ(loaded[i].to_vector(), trained[i].to_vector());
+  fs::remove_all(dir);
+}
+
+// A diverging run (the learning rate raised to 1e30 after two epochs): the weights become infinite, then NaN,
+// and no checkpoint gets them; one warning per callback names the weight and the checkpoint that is kept.
+TEST(ModelCheckpoint, NeverSavesTheNonFiniteWeightsOfADivergedRun) {
+  const fs::path dir = fresh_dir();
+  Fixture f;
+  const Tensor x = Tensor::full({8, 3}, 1.f), y = Tensor::full({8, 2}, 0.5f);
+  auto last = std::make_shared<ModelCheckpoint>((dir / "last.weights").string());
+  auto each = std::make_shared<ModelCheckpoint>((dir / "e{epoch}.weights").string());
+  std::vector<Tensor> after_epoch_2;
+  auto diverge = std::make_shared<LambdaCallback>(LambdaCallbackOptions{
+      .on_epoch_begin = [&](int epoch, const Logs&) { if (epoch == 2) f.model.optimizer()->set_learning_rate(1e30); },
+      .on_epoch_end = [&](int epoch, const Logs&) { if (epoch == 1) after_epoch_2 = f.model.get_weights(); }});
+  ::testing::internal::CaptureStderr();
+  const History h = f.model.fit(x, y, {.epochs = 5, .batch_size = 4, .verbose = 0, .callbacks = {diverge, last, each}});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(std::isfinite(h["loss"].back()));
+  EXPECT_TRUE(fs::exists(dir / "e1.weights"));
+  EXPECT_TRUE(fs::exists(dir / "e2.weights"));
+  for (const char* name : {"e3.weights", "e4.weights", "e5.weights"}) EXPECT_FALSE(fs::exists(dir / name)) << name;
+  EXPECT_EQ(last->last_saved_path(), (dir / "last.weights").string());
+  // The file still holds epoch 2, finite, and loads.
+  const io::WeightsFile file = io::read_weights_file((dir / "last.weights").string());
+  EXPECT_EQ(io::first_non_finite(file.weights), "");
+  f.model.load_weights((dir / "last.weights").string());
+  const std::vector<Tensor> loaded = f.model.get_weights();
+  for (std::size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(loaded[i].to_vector(), after_epoch_2[i].to_vector());
+  // One warning for each callback, not one per epoch.
+  std::size_t warnings = 0;
+  for (std::size_t at = err.find("Warning: ModelCheckpoint: not saving"); at != std::string::npos;
+       at = err.find("Warning: ModelCheckpoint: not saving", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 2u) << err;
+  EXPECT_NE(err.find("not saving " + (dir / "last.weights").string() + " (epoch 3): weight '"), std::string::npos) << err;
+  EXPECT_NE(err.find("is NaN or infinite, the training diverged; the last good checkpoint, " +
+                     (dir / "last.weights").string() + ", is kept"),
+            std::string::npos)
+      << err;
   fs::remove_all(dir);
 }
 

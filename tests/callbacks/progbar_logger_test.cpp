@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -132,6 +133,48 @@ TEST(ProgbarLogger, PredictShowsProgressWithoutValues) {
   ASSERT_EQ(lines.size(), 1u) << out.str();
   EXPECT_TRUE(std::regex_match(lines[0], std::regex("2/2 \\[={30}\\] - " + kTime + " - " + kStep + kRate)))
       << lines[0];
+}
+
+// A diverged run: the values print as "nan" / "inf" (never "-nan"), and the first non-finite batch value of a
+// fit brings one warning naming its epoch and batch (1-based), whatever comes after.
+TEST(ProgbarLogger, ANaNLossPrintsAsNanWithOneWarningNamingWhereItAppeared) {
+  for (const int verbose : {1, 2}) {
+    std::ostringstream out;
+    ProgbarLogger cb(&out);
+    cb.set_params({.epochs = 3, .steps = 3, .verbose = verbose});
+    cb.on_train_begin(Logs());
+    for (int e = 0; e < 3; ++e) {
+      cb.on_epoch_begin(e, Logs());
+      for (std::int64_t b = 0; b < 3; ++b) {
+        const double loss = e == 0 || (e == 1 && b == 0) ? 0.5 : e == 1 && b == 1 ? -std::nan("") : INFINITY;
+        cb.on_train_batch_end(b, logs_of({{"loss", loss}, {"size", 32}}));
+      }
+      cb.on_epoch_end(e, logs_of({{"loss", e == 0 ? 0.5 : -std::nan("")}}));
+    }
+    cb.on_train_end(Logs());
+    const std::string text = out.str();
+    const std::vector<std::string> lines = lines_of(text);
+    ASSERT_EQ(lines.size(), 7u) << text;
+    EXPECT_EQ(lines[3],
+              "Warning: loss is nan at epoch 2, batch 2 (its first non-finite value): the training diverged. Lower "
+              "the learning rate, or add TerminateOnNaN to stop at the first invalid loss.");
+    EXPECT_TRUE(std::regex_search(lines[4], std::regex(" - loss: nan$"))) << lines[4];
+    EXPECT_EQ(text.find("-nan"), std::string::npos) << text;
+    EXPECT_EQ(text.find("Warning", text.find("Warning") + 1), std::string::npos) << text;
+  }
+  // An infinite value is named as such; verbose 0 stays silent.
+  std::ostringstream out;
+  ProgbarLogger cb(&out);
+  cb.set_params({.epochs = 1, .steps = 1, .verbose = 2});
+  cb.on_train_begin(Logs());
+  cb.on_epoch_begin(0, Logs());
+  cb.on_train_batch_end(0, logs_of({{"loss", 1.0}, {"mean_absolute_error", -INFINITY}}));
+  EXPECT_EQ(out.str().rfind("Warning: mean_absolute_error is -inf at epoch 1, batch 1 ", 0), 0u) << out.str();
+  std::ostringstream quiet;
+  ProgbarLogger silent(&quiet);
+  drive_fit(silent, 1, 3, 0);
+  silent.on_train_batch_end(0, logs_of({{"loss", std::nan("")}}));
+  EXPECT_EQ(quiet.str(), "");
 }
 
 }  // namespace

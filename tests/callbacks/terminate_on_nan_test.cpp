@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "api/callbacks/lambda_callback.h"
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
@@ -48,6 +49,23 @@ TEST(TerminateOnNaN, EndsFitAfterTheBadBatch) {
   EXPECT_EQ(h.epoch().size(), 1u);
   EXPECT_NE(out.str().find("Invalid loss, terminating training"), std::string::npos);
   EXPECT_FALSE(std::isfinite(h["loss"].back()));
+}
+
+// Training stops at the very batch whose (running) loss first is NaN or infinite: no batch after it runs.
+TEST(TerminateOnNaN, StopsAtTheFirstBatchWithAnInvalidLoss) {
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD(1e30), losses::MeanSquaredError());
+  const Tensor x = Tensor::full({64, 3}, 10.f), y = Tensor::full({64, 2}, 1.f);
+  std::vector<double> losses;
+  auto record = std::make_shared<LambdaCallback>(LambdaCallbackOptions{
+      .on_train_batch_end = [&](std::int64_t, const Logs& logs) { losses.push_back(*logs.get("loss")); }});
+  std::ostringstream out;
+  m.fit(x, y, {.epochs = 5, .batch_size = 4, .verbose = 0, .callbacks = {record, std::make_shared<TerminateOnNaN>(&out)}});
+  ASSERT_GT(losses.size(), 1u);
+  for (std::size_t i = 0; i + 1 < losses.size(); ++i) EXPECT_TRUE(std::isfinite(losses[i])) << "batch " << i;
+  EXPECT_FALSE(std::isfinite(losses.back()));
+  EXPECT_EQ(m.optimizer()->iterations(), static_cast<std::int64_t>(losses.size()));
+  EXPECT_EQ(out.str(), "Batch " + std::to_string(losses.size() - 1) + ": Invalid loss, terminating training\n");
 }
 
 }  // namespace

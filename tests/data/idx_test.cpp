@@ -9,6 +9,8 @@
 #include <iterator>
 #include <numeric>
 
+#include "api/io/weights_file.h"  // io::crc32, for a hand-made gzip file
+
 namespace tower::data {
 namespace {
 
@@ -141,6 +143,54 @@ TEST(IdxTest, WrongMagicOrTypeIsRejected) {
   msg = error_of([&] { idx::read(bad_type.string()); });
   EXPECT_HAS(msg, bad_type.string());
   EXPECT_HAS(msg, "0x07");
+}
+
+// A gzip file holding `data` in one stored (uncompressed) deflate block.
+std::string gzip_stored(const std::string& data) {
+  const auto le = [](std::uint32_t v, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    return out;
+  };
+  const auto n = static_cast<std::uint32_t>(data.size());
+  return std::string("\x1f\x8b\x08\0\0\0\0\0\0\xff\x01", 11) + le(n, 2) + le(~n & 0xFFFF, 2) + data +
+         le(io::crc32(data.data(), data.size()), 4) + le(n, 4);
+}
+
+// Found by fuzzing (tests/fuzz): the header's dimensions are checked against the file before anything is
+// allocated for them, so a damaged header cannot ask for terabytes.
+TEST(IdxTest, DimensionsLargerThanTheFileAreRejectedBeforeAllocating) {
+  TempDir dir;
+  // uint8 [100000, 100000, 100000]: 10^15 bytes announced, 3 present.
+  const std::string header = std::string("\0\0\x08\x03", 4) + std::string("\0\x01\x86\xa0", 4) +
+                             std::string("\0\x01\x86\xa0", 4) + std::string("\0\x01\x86\xa0", 4);
+  const fs::path plain = dir / "huge-idx3-ubyte";
+  write_bytes(plain, header + "abc");
+  std::string msg = error_of([&] { idx::read(plain.string()); });
+  EXPECT_HAS(msg, plain.string());
+  EXPECT_HAS(msg, "truncated");
+  EXPECT_HAS(msg, "(100000, 100000, 100000)");
+  EXPECT_HAS(msg, "1000000000000000 bytes");
+  EXPECT_HAS(msg, "only 3 ");
+
+  // Compressed, the same header is judged by what a gzip file of that size can hold (1032 bytes per byte).
+  const fs::path gz = dir / "huge-idx3-ubyte.gz";
+  write_bytes(gz, gzip_stored(header + "abc"));
+  msg = error_of([&] { idx::read(gz.string()); });
+  EXPECT_HAS(msg, gz.string());
+  EXPECT_HAS(msg, "more than a gzip file of");
+
+  // Dimensions whose product overflows, and a huge shape with a zero dimension (empty, not an overflow).
+  const fs::path overflow = dir / "overflow-idx3-ubyte";
+  write_bytes(overflow, std::string("\0\0\x0e\x03", 4) + std::string(12, '\xff'));
+  msg = error_of([&] { idx::read(overflow.string()); });
+  EXPECT_HAS(msg, overflow.string());
+  EXPECT_HAS(msg, "(4294967295, 4294967295, 4294967295)");
+  const fs::path empty = dir / "empty-idx3-ubyte";
+  write_bytes(empty, std::string("\0\0\x08\x03", 4) + std::string(8, '\xff') + std::string(4, '\0'));
+  const Tensor t = idx::read(empty.string());
+  EXPECT_EQ(t.shape(), (Shape{4294967295, 4294967295, 0}));
+  EXPECT_EQ(t.numel(), 0);
 }
 
 TEST(MnistTest, LoadsBothSplitsAsNormalisedImagesAndLabels) {

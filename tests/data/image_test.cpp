@@ -83,6 +83,68 @@ TEST(ImageDecodeTest, ErrorsNameTheFile) {
   EXPECT_THROW(decode_image((kImages / "birds" / "b0.png").string(), 2), std::invalid_argument);
 }
 
+// Found by fuzzing (tests/fuzz): a GIF header announcing 16163 x 16722 pixels made stb_image allocate 3 GiB
+// before it found the data missing. decode_image reads the size first and refuses more than kMaxImagePixels.
+TEST(ImageDecodeTest, ImagesLargerThanTheLimitAreRefusedBeforeDecoding) {
+  const fs::path dir = fs::temp_directory_path() / ("tower_image_limit_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path gif = dir / "huge.gif";
+  std::ofstream(gif, std::ios::binary) << std::string("GIF87a\x23\x3f\x52\x41\x80\0\0", 13) << std::string(20, '\0');
+  std::string msg = error_of([&] { decode_image(gif.string(), 3); });
+  EXPECT_HAS(msg, gif.string());
+  EXPECT_HAS(msg, "16163x16722 pixels");
+  EXPECT_HAS(msg, std::to_string(kMaxImagePixels));
+  // PNG: only the IHDR chunk, 6000 x 6000 RGB (36 million pixels).
+  const fs::path png = dir / "huge.png";
+  std::ofstream(png, std::ios::binary) << std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x17\x70\0\0\x17\x70\x08\x02\0\0\0", 29)
+                                       << std::string(4, '\0');
+  msg = error_of([&] { decode_image(png.string(), 1); });
+  EXPECT_HAS(msg, png.string());
+  EXPECT_HAS(msg, "6000x6000 pixels");
+  fs::remove_all(dir);
+}
+
+// Found by fuzzing (tests/fuzz): a JPEG Huffman table of more than 256 codes overflowed a heap array inside
+// Debian's stb_image 2.27. decode_image checks every table before stb_image sees the file.
+TEST(ImageDecodeTest, JpegHuffmanTablesLargerThanTheFormatAllowsAreRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("tower_image_dht_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // SOI, then a DHT segment announcing 16 x 255 = 4080 codes in one table, then EOI; stb_image also takes a
+  // JPEG whose SOI follows fill bytes.
+  for (const std::string soi : {std::string("\xff\xd8"), std::string("\xff\xff\xff\xd8")}) {
+    std::string jpeg = soi + std::string("\xff\xc4\x10\x03\x00", 5) + std::string(16, '\xff');
+    jpeg += std::string(4080, '\x01') + "\xff\xd9";
+    const fs::path path = dir / "bad_dht.jpg";
+    std::ofstream(path, std::ios::binary) << jpeg;
+    const std::string msg = error_of([&] { decode_image(path.string(), 3); });
+    EXPECT_HAS(msg, path.string());
+    EXPECT_HAS(msg, "Huffman table (DHT) holds 4080 codes");
+  }
+  fs::remove_all(dir);
+  // A real JPEG still decodes.
+  EXPECT_EQ(decode_image((kImages / "cats" / "c0.jpg").string(), 3).rank(), 3);
+}
+
+// Found by fuzzing (tests/fuzz): Debian's stb_image 2.27 read past a heap buffer converting a 16-bit PPM. Only
+// the formats of decode_image's contract reach stb_image; the others are refused by their first bytes.
+TEST(ImageDecodeTest, FormatsOutsidePngJpegBmpAndGifAreRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("tower_image_formats_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> others = {
+      {"deep.ppm", std::string("P6\n3 2\n275\n", 11) + std::string(36, '\x01')},
+      {"gray.pgm", std::string("P5\n1 1\n255\n\x07", 12)},
+      {"flat.hdr", "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 1\n\x01\x01\x01\x80"},
+      {"raw.tga", std::string("\0\0\x02\0\0\0\0\0\0\0\0\0\x01\0\x01\0\x18\0\x01\x02\x03", 21)}};
+  for (const auto& [name, bytes] : others) {
+    const fs::path path = dir / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    const std::string msg = error_of([&] { decode_image(path.string(), 3); });
+    EXPECT_HAS(msg, path.string());
+    EXPECT_HAS(msg, "not a PNG, JPEG, BMP or GIF file");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(ImageResizeTest, MatchesTfHalfPixelBilinear) {
   EXPECT_EQ(resize_bilinear(image({0, 100}, 1, 2), 1, 4).to_vector(), (std::vector<float>{0, 25, 75, 100}));
   EXPECT_EQ(resize_bilinear(image({0, 1, 2, 3}, 1, 4), 1, 2).to_vector(), (std::vector<float>{0.5f, 2.5f}));

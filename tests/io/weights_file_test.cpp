@@ -86,6 +86,71 @@ TEST(WeightsFile, TruncatedAndCorruptedFilesAreRejected) {
   expect_error_mentions([&] { m.load_weights(dir / "missing.weights"); }, {"missing.weights"});
 }
 
+// A Tower weights file around `json` and `data`, with a correct checksum, as a damaged writer could produce.
+std::string weights_file_bytes(const std::string& json, const std::string& data) {
+  const auto le = [](std::uint64_t v, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    return out;
+  };
+  std::string out = "TOWERWTS" + le(1, 4) + le(json.size(), 8) + json + le(data.size(), 8) + data;
+  return out + le(io::crc32(out.data(), out.size()), 4);
+}
+
+// Found by fuzzing (tests/fuzz): every size, shape and offset of a file that passes its checksum is checked
+// against the file before anything is allocated or copied, and the error names the file and the field.
+TEST(WeightsFile, HeaderFieldsAreCheckedAgainstTheFile) {
+  const fs::path path = temp_dir() / "crafted.weights";
+  const auto error_for = [&](const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      io::read_weights_file(path.string());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no exception)");
+  };
+  const auto expect_has = [&](const std::string& msg, const std::vector<std::string>& words) {
+    EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+    for (const std::string& w : words) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
+  };
+  const std::string eight(8, '\0');
+  const auto one_weight = [](const std::string& shape, const std::string& offset) {
+    return R"({"weights":[{"name":"w","shape":)" + shape + R"(,"offset":)" + offset + "}]}";
+  };
+  // 10^18 floats announced, 8 bytes present: refused before allocating.
+  expect_has(error_for(weights_file_bytes(one_weight("[1000000000,1000000000]", "0"), eight)),
+             {"weight 'w'", "(1000000000, 1000000000)", "outside the 8 bytes of data"});
+  expect_has(error_for(weights_file_bytes(one_weight("[4294967296,4294967296,4294967296]", "0"), eight)),
+             {"weight 'w'", "outside"});
+  // A negative offset once wrapped around and read before the data.
+  expect_has(error_for(weights_file_bytes(one_weight("[2]", "-8"), eight)), {"weight 'w'", "offset -8", "outside"});
+  expect_has(error_for(weights_file_bytes(one_weight("[2]", "4"), eight)), {"offset 4", "outside"});
+  expect_has(error_for(weights_file_bytes(one_weight("[-2]", "0"), eight)), {"weight 'w'", "negative dimension -2"});
+  // Header fields of the wrong type, a bad escape and runaway nesting: "malformed header", not a crash.
+  expect_has(error_for(weights_file_bytes(R"({"weights":5})", "")), {"malformed header"});
+  expect_has(error_for(weights_file_bytes(one_weight("[2]", "\"0\""), eight)), {"malformed header"});
+  expect_has(error_for(weights_file_bytes(R"({"weights":[],"extra":"\uZZZZ"})", "")), {"malformed header", "\\u"});
+  expect_has(error_for(weights_file_bytes(std::string(100000, '[') + std::string(100000, ']'), "")),
+             {"malformed header", "nest deeper than"});
+  // A header size near 2^64 once wrapped around the bounds check.
+  std::string bytes = weights_file_bytes(R"({"weights":[]})", "");
+  for (int i = 0; i < 8; ++i) bytes[12 + i] = '\xff';
+  expect_has(error_for(bytes), {"truncated", "header of 18446744073709551615 bytes"});
+  // An empty tensor with huge other dimensions is empty, not an overflow.
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << weights_file_bytes(one_weight("[4294967296,4294967296,0]", "0"), "");
+  const io::WeightsFile file = io::read_weights_file(path.string());
+  ASSERT_EQ(file.weights.size(), 1u);
+  EXPECT_EQ(file.weights[0].value.numel(), 0);
+}
+
+TEST(WeightsFile, LoadingAWeightsOnlyFileAsAModelSaysSo) {
+  const fs::path path = temp_dir() / "weights_only.weights";
+  small_model().save_weights(path);
+  expect_error_mentions([&] { Model::load(path.string()); }, {path.string(), "holds weights only", "load_weights"});
+}
+
 TEST(WeightsFile, AFailedSaveLeavesThePreviousFile) {
   const fs::path dir = temp_dir();
   const fs::path p = dir / "keep.weights";

@@ -67,6 +67,23 @@ TEST(Document, SyntaxErrorsAndDuplicateKeysPointAtTheFile) {
                   {"cannot open the experiment file"});
 }
 
+// Hardening (tests/fuzz): aliases of aliases ("billion laughs") would expand to 9^9 values; the reader stops at
+// kMaxValues with an error at the value where it stopped, instead of running out of memory.
+TEST(Document, AliasesThatExpandTooFarAreRefused) {
+  std::string text = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 8; ++i) {
+    const std::string prev = "*l" + std::to_string(i - 1);
+    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 9; ++k) text += ", " + prev;
+    text += "]\n";
+  }
+  expect_error_at([&] { Document::parse(text, "laughs.yaml"); }, "laughs.yaml", 0, 0,
+                  {"laughs.yaml:", "more than 100000 values", "aliases"});
+  // A few aliases, as experiment files use them, are fine.
+  const Document d = Document::parse("a: &a {units: 8}\nb: [*a, *a]\n", "ok.yaml");
+  EXPECT_EQ(d.root().at("b").as_list()[1].at("units").as_int(), 8);
+}
+
 TEST(Document, OverridesParseTheirValueAsYamlAndCreateMissingMaps) {
   Document d = Document::parse("fit: {epochs: 3}\nmodel:\n  layers:\n    - {type: Dense, units: 4}\n", "e.yaml");
   d.apply_override("fit.epochs=1");

@@ -7,16 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "api/io/weights_file.h"
 #include "tests/tools/tools_testing.h"
 #include "tools/experiment/run_checkpoint.h"
 #include "tools/experiment/runner.h"
+
+extern char** environ;
 
 namespace tower::experiment {
 namespace {
@@ -159,39 +159,44 @@ TEST(Resume, CtrlCStopsTheTowerCommandAndResumeFinishesTheRun) {
   const fs::path file = root / "exp.yaml";
   std::ofstream(file) << kExperiment;
   const std::vector<std::string> longer = {"--set", "data.train_examples=3000", "--set", "fit.epochs=2"};
-  const auto tower = [&](std::vector<std::string> args, std::optional<int> sigint_after_ms = {}) {
+  // With `interrupt`, Ctrl-C comes at a moment made certain: the child stops itself while it writes its weights
+  // after epoch 1 (the TOWER_TEST_STOP_IN_WRITE hook of io::write_file_atomically), gets SIGINT and continues;
+  // it then stops at the end of the next batch.
+  const auto tower = [&](std::vector<std::string> args, bool interrupt = false) {
     args.insert(args.begin(), TOWER_COMMAND);
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) env.push_back(*e);
+    if (interrupt) env.push_back("TOWER_TEST_STOP_IN_WRITE=epoch-001.weights");
     // Everything the child needs is made before fork: between fork and exec only async-signal-safe calls.
-    std::vector<char*> argv;
+    std::vector<char*> argv, envp;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    for (std::string& v : env) envp.push_back(v.data());
+    envp.push_back(nullptr);
     const int log = ::open((root / "log.txt").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     const pid_t pid = fork();
     if (pid == 0) {
       dup2(log, STDOUT_FILENO);
       dup2(log, STDERR_FILENO);
-      execv(argv[0], argv.data());
+      execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
     ::close(log);
-    if (sigint_after_ms) {
-      // Wait for training to start (train_begin is flushed at once), then interrupt.
-      const fs::path events = root / "run" / "events.jsonl";
-      for (int i = 0; i < 600 && !(fs::exists(events) && fs::file_size(events) > 0); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::this_thread::sleep_for(std::chrono::milliseconds(*sigint_after_ms));
-      kill(pid, SIGINT);
-    }
     int status = 0;
-    waitpid(pid, &status, 0);
+    while (waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status)) {
+      kill(pid, SIGINT);  // pending while stopped, handled once continued
+      kill(pid, SIGCONT);
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   };
   std::vector<std::string> args = {"train", file.string(), "--out", (root / "run").string()};
   args.insert(args.end(), longer.begin(), longer.end());
-  ASSERT_EQ(tower(args, 400), 130) << "expected an interrupted run (exit 130); log in " << root / "log.txt";
+  ASSERT_EQ(tower(args, true), 130) << "expected an interrupted run (exit 130); log in " << root / "log.txt";
+  // 2400 training examples in batches of 16: stopped after the first batch of epoch 2.
   const RunState state = read_run_state((root / "run" / "checkpoints" / "state.weights").string());
-  EXPECT_GT(state.iterations, 0);
-  EXPECT_LT(state.iterations, 2 * 150);
+  EXPECT_EQ(state.iterations, 150 + 1);
+  EXPECT_EQ(state.epoch, 1);
+  EXPECT_EQ(state.epoch_batches, 1);
 
   args = {"train", file.string(), "--resume", (root / "run").string()};
   args.insert(args.end(), longer.begin(), longer.end());

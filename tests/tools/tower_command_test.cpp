@@ -162,7 +162,7 @@ TEST(TowerCommand, MonitorFlagStartsTheMonitorOnTheRunDirectory) {
   fs::create_directories(dir);
   const fs::path file = dir / "tiny.yaml", fake = dir / "fake-monitor", seen = dir / "monitor-args.txt";
   std::ofstream(file) << kExperiment;
-  std::ofstream(fake) << "#!/bin/sh\n[ -f \"$2/events.jsonl\" ] && echo \"$@\" > " << seen.string() << ".tmp && mv "
+  std::ofstream(fake) << "#!/bin/sh\n[ -f \"$2/config.yaml\" ] && echo \"$@\" > " << seen.string() << ".tmp && mv "
                       << seen.string() << ".tmp " << seen.string() << "\n";
   fs::permissions(fake, fs::perms::owner_all);
   const std::string run = (dir / "run").string(), train = " train " + file.string() + " --set fit.epochs=1 --out ";

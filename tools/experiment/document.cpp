@@ -103,6 +103,8 @@ Config yaml_scalar(const std::string& text, bool quoted) {
 class YamlReader {
  public:
   static constexpr int kMaxDepth = 64;
+  // Aliases share yaml-cpp's nodes but are copied here: nine levels of nine aliases each would be 9^9 values.
+  static constexpr std::size_t kMaxValues = 100000;
 
   YamlReader(Document& doc) : doc_(doc) {}
 
@@ -117,6 +119,9 @@ class YamlReader {
     // Also stops an alias that contains itself (&a [*a]), which yaml-cpp turns into a cycle.
     if (depth > kMaxDepth)
       throw ExperimentError(here, "values nest deeper than " + std::to_string(kMaxDepth) + " levels (a recursive alias?)");
+    if (++values_ > kMaxValues)
+      throw ExperimentError(here, "more than " + std::to_string(kMaxValues) +
+                                      " values once aliases are expanded (aliases of aliases?)");
     doc_.marks_[path] = {key_mark, here};
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
@@ -169,6 +174,7 @@ class YamlReader {
   }
 
   Document& doc_;
+  std::size_t values_ = 0;
 };
 
 Document Document::parse(const std::string& text, const std::string& file) {

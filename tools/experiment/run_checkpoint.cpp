@@ -1,6 +1,7 @@
 #include "tools/experiment/run_checkpoint.h"
 
 #include <algorithm>
+#include <iostream>
 #include <stdexcept>
 
 #include "api/io/weights_file.h"
@@ -102,11 +103,10 @@ void RunCheckpoint::on_epoch_end(int epoch, const callbacks::Logs&) {
     interrupted_ = true;
     model()->stop_training = true;
   }
-  save();
-  if (options_.epoch_weights) model()->save_weights(dir_.epoch_weights_path(epoch));
+  if (save() && options_.epoch_weights) model()->save_weights(dir_.epoch_weights_path(epoch));
 }
 
-void RunCheckpoint::save() {
+bool RunCheckpoint::save() {
   ModelImpl& m = *model();
   const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
   RunState s;
@@ -123,10 +123,21 @@ void RunCheckpoint::save() {
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
   for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
+  last_ = s;
+  if (const std::string bad = io::first_non_finite(tensors); !bad.empty()) {
+    if (!warned_non_finite_)
+      std::cerr << "Warning: not saving the checkpoint " << dir_.state_path() << " (epoch " << s.epoch + 1
+                << ", step " << s.iterations << "): '" << bad
+                << "' is NaN or infinite, the training diverged; the last good checkpoint is kept (--resume "
+                   "continues from it; no checkpoint is written while the weights stay non-finite)\n";
+    warned_non_finite_ = true;
+    return false;
+  }
+  warned_non_finite_ = false;
   Config extra = Config::map();
   extra.set(kStateKey, to_config(s));
   io::write_weights_file(dir_.state_path(), tensors, extra);
-  last_ = s;
+  return true;
 }
 
 RunState read_run_state(const std::string& path) {

@@ -12,7 +12,10 @@
 // BackupAndRestore.)
 //
 // The callback saves the state at the end of every epoch, after the other callbacks (put it last), and, with
-// the model's weights, checkpoints/epoch-NNN.weights when epoch_weights. At the end of each batch it reads the
+// the model's weights, checkpoints/epoch-NNN.weights when epoch_weights. Weights or slots holding a NaN or an
+// infinity (a diverged run) are not saved: a warning on standard error says so and the last good checkpoint
+// stays. A failed write (a full disk) throws std::runtime_error naming the file and the system error, and
+// leaves the previous checkpoint intact. At the end of each batch it reads the
 // interrupt flag (interrupt.h); when set it sets stop_training, so fit() ends after the batch, and saves the
 // state: at once when the epoch is partial (before any epoch-end hook acts on the partial epoch), else at the
 // epoch's end as usual.
@@ -70,11 +73,12 @@ class RunCheckpoint : public callbacks::Callback {
   void on_epoch_end(int epoch, const callbacks::Logs& logs) override;
 
   bool interrupted() const { return interrupted_; }
-  // The state last saved (or restored).
+  // The state of the last save (or restore), also when that save was refused for non-finite weights.
   const std::optional<RunState>& last_state() const { return last_; }
 
  private:
-  void save();
+  // Writes the state file; false (with a warning) when the weights or slots hold a NaN or an infinity.
+  bool save();
 
   RunDirectory dir_;
   RunCheckpointOptions options_;
@@ -85,6 +89,7 @@ class RunCheckpoint : public callbacks::Callback {
   std::vector<Index> batch_sizes_;     // training plans made, in order
   bool interrupted_ = false;
   bool saved_partial_ = false;
+  bool warned_non_finite_ = false;
   std::optional<RunState> last_;
 };
 

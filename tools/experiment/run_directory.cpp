@@ -1,5 +1,8 @@
 #include "tools/experiment/run_directory.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -9,6 +12,23 @@
 namespace tower::experiment {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+void remove_stale_temporaries_in(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t mark = name.rfind(".tmp-");
+    if (mark == std::string::npos || mark + 5 == name.size()) continue;
+    const std::string pid = name.substr(mark + 5);
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
 
 RunDirectory RunDirectory::create(const std::string& path) {
   std::error_code ec;
@@ -28,8 +48,14 @@ RunDirectory RunDirectory::open(const std::string& path) {
     throw std::runtime_error(path + " is not a run directory: it has no config.yaml");
   if (!fs::exists(dir.state_path()))
     throw std::runtime_error("the run directory " + path + " has no checkpoint to resume from (" + dir.state_path() +
-                             "): it stopped before its first checkpoint");
+                             "): it stopped before its first checkpoint; delete it and train again with --out " +
+                             path);
   return dir;
+}
+
+void RunDirectory::remove_stale_temporaries() const {
+  remove_stale_temporaries_in(path_);
+  remove_stale_temporaries_in(fs::path(path_) / "checkpoints");
 }
 
 std::string RunDirectory::file(const std::string& name) const { return (fs::path(path_) / name).string(); }

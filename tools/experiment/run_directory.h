@@ -39,6 +39,9 @@ class RunDirectory {
   std::string final_weights_path() const { return file("final.weights"); }
   std::string metrics_path() const { return file("metrics.json"); }
 
+  // Removes the temporary files of atomic writes that a killed process left ("<name>.tmp-<pid>" of a process
+  // that is gone on this machine): for the one process that writes the directory, before it writes.
+  void remove_stale_temporaries() const;
   // Writes a file of the directory atomically.
   void write(const std::string& name, const std::string& content) const;
 

@@ -167,6 +167,7 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   // Under a multi-worker strategy only the chief writes the run directory; the others read its checkpoint.
   const bool chief = strategy.is_chief();
   const RunDirectory dir = resuming ? RunDirectory::open(out) : chief ? RunDirectory::create(out) : RunDirectory::view(out);
+  if (resuming && chief) dir.remove_stale_temporaries();  // what a killed run left
   Document resolved = experiment.document();
   resolved.set("output.directory", out, Mark{"(run directory)"});
   if (chief) dir.write("config.yaml", resolved.to_yaml());

@@ -31,8 +31,8 @@ struct TrainOptions {
   bool handle_sigint = true;
   // Tests: stop as Ctrl-C does after this many batches of this process.
   std::optional<std::int64_t> interrupt_after_batches;
-  // Called with the run directory once it holds config.yaml, summary.txt and events.jsonl, before training
-  // starts (chief only); `tower train --monitor` starts the monitor here.
+  // Called with the run directory once it holds config.yaml and summary.txt, just before training starts
+  // (chief only; events.jsonl appears as training begins); `tower train --monitor` starts the monitor here.
   std::function<void(const std::string& run_directory)> on_run_directory;
 };
 

@@ -11,8 +11,8 @@ namespace tower::backend::cpu {
 // Marks a hot loop function to be compiled for x86-64-v4 (AVX-512) and v3 (AVX2) besides the baseline x86-64 the
 // library is built for, the best clone picked when the library loads. All clones give bitwise the same results:
 // the library is built with -ffp-contract=off, so no clone fuses a multiply-add, and vector arithmetic, sqrt and
-// division round like scalar.
-#if defined(__x86_64__) && defined(__has_attribute)
+// division round like scalar. GCC only: Clang (14) does not clone function templates, so it builds the baseline.
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__clang__)
 #if __has_attribute(target_clones)
 #define TOWER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
