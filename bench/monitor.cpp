@@ -15,7 +15,9 @@
 // median over rounds of its ratio to "none" in the same round, the same ratio of CPU time per example, and
 // the median share of the step time spent in the LiveMonitor's hooks (a bound on its cost to the training
 // thread that a noisy machine does not blur).
-// In segment mode the configurations take turns within one fit instead (see run_segments).
+// In segment mode the configurations take turns within one fit instead (see run_segments); per configuration it
+// prints the median ratio to the neighbouring "none" segments, its quartiles, and the mean ratio with its 95%
+// confidence interval.
 //   bench_monitor mlp|convnet runs ROUNDS STEPS [--monitor-port P]
 //   bench_monitor mlp|convnet segments CYCLES SEGMENT_STEPS [--monitor-port P]
 #include <arpa/inet.h>
@@ -30,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -264,6 +267,16 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The mean and the half width of its 95% confidence interval (normal approximation, 1.96 standard errors).
+std::pair<double, double> mean_and_ci95(const std::vector<double>& v) {
+  if (v.size() < 2) return {v.empty() ? 0.0 : v[0], 0.0};
+  double sum = 0, squares = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / double(v.size());
+  for (double x : v) squares += (x - mean) * (x - mean);
+  const double sd = std::sqrt(squares / double(v.size() - 1));
+  return {mean, 1.96 * sd / std::sqrt(double(v.size()))};
+}
 
 // Segment mode (see Switchboard): `cycles` times the segments none, c1, none, c2, ..., then a last "none".
 // Each monitor segment's examples/sec is divided by the mean of the "none" segments on either side, so that
@@ -303,15 +316,17 @@ void run_segments(const std::string& which, const data::Dataset& data, int cycle
   }
   std::printf("\n%s, segment mode: %d cycles, segments of %d steps (batch %d), %d threads\n", which.c_str(), cycles,
               segment_steps, kBatch, backend::num_threads());
-  std::printf("%-8s %9s %12s %14s %15s %10s %10s\n", "config", "segments", "median ex/s", "median ratio",
-              "25%..75%", "sent", "dropped");
+  std::printf("%-8s %9s %12s %14s %15s %22s %10s %10s\n", "config", "segments", "median ex/s", "median ratio",
+              "25%..75%", "mean ratio (95% CI)", "sent", "dropped");
   for (std::size_t k = 0; k < configs.size(); ++k) {
     std::vector<double> r = ratios[int(k)];
     std::sort(r.begin(), r.end());
     const double q1 = k && !r.empty() ? r[r.size() / 4] : 1, q3 = k && !r.empty() ? r[(3 * r.size()) / 4] : 1;
     const auto& m = monitors[k];
-    std::printf("%-8s %9zu %12.0f %14.4f %7.3f..%-6.3f %10lld %10lld\n", configs[k].first.c_str(), speeds[int(k)].size(),
-                median(speeds[int(k)]), k ? median(ratios[int(k)]) : 1.0, q1, q3,
+    const auto [mean, half_width] = mean_and_ci95(r);
+    std::printf("%-8s %9zu %12.0f %14.4f %7.3f..%-6.3f %12.4f +- %-6.4f %10lld %10lld\n", configs[k].first.c_str(),
+                speeds[int(k)].size(), median(speeds[int(k)]), k ? median(ratios[int(k)]) : 1.0, q1, q3,
+                k ? mean : 1.0, k ? half_width : 0.0,
                 static_cast<long long>(m ? m->sent() - sent_before[k] : 0),
                 static_cast<long long>(m ? m->dropped() - dropped_before[k] : 0));
   }

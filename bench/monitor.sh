@@ -2,12 +2,13 @@
 # The training monitor's cost (bench/monitor.cpp): examples/sec without a LiveMonitor, with one sending to a
 # monitor that reads (a reader process, and the real tower-monitor drawing offscreen when it is built), to
 # one that never reads, and to none: whole runs interleaved, then the same in turns within one run.
-# Usage: [NICE=-10] bench/monitor.sh [build dir] [rounds]
+# Usage: [NICE=-10] bench/monitor.sh [build dir] [rounds of whole runs] [cycles of segments]
 # NICE runs the benchmark and the monitor at that priority (negative needs root), so that other work on a
 # shared machine disturbs the comparison less.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-11}
+cycles=${3:-61}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 run=(nice -n "${NICE:-0}")
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, threads=$OMP_NUM_THREADS, nice=${NICE:-0}, $(date -u +%F)"
@@ -25,5 +26,5 @@ for model in mlp convnet; do
   steps=$([ "$model" = mlp ] && echo 1000 || echo 200)
   segment=$([ "$model" = mlp ] && echo 200 || echo 20)
   "${run[@]}" "$build/bin/bench_monitor" "$model" runs "$rounds" "$steps" "${monitor_args[@]}"
-  "${run[@]}" "$build/bin/bench_monitor" "$model" segments "$rounds" "$segment" "${monitor_args[@]}"
+  "${run[@]}" "$build/bin/bench_monitor" "$model" segments "$cycles" "$segment" "${monitor_args[@]}"
 done

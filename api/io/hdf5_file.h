@@ -1,10 +1,26 @@
 #pragma once
-// A small RAII wrapper over the HDF5 C API (Debian's serial libhdf5), with what Keras weight files need:
-// groups, numeric datasets read as float32, float32 datasets written, and string attributes. The HDF5 headers
-// stay out of this header. Handles close themselves; a file stays open while any group of it is alive.
+// Reads HDF5 files, as Keras and h5py write them, with a parser of Tower's own: no libhdf5 code runs on the
+// bytes of a file being read, so a damaged or hostile file gives an exception, never a crash, a hang or an
+// allocation its size does not justify (fuzzed: tests/fuzz, target keras_weights). Writing is io::Hdf5Writer.
 //
-// Every failure throws std::runtime_error naming the file, the object's path inside it and HDF5's own
-// message, e.g. "HDF5 file 'm.h5': no group '/layers/dense'". HDF5 prints nothing to stderr.
+// What is read (HDF5 file format specification 3.0):
+//   superblock versions 0 to 3, at offset 0 or after a user block of 512, 1024, ... bytes;
+//   object headers version 1 and 2, with continuation blocks;
+//   groups as symbol tables (version 1 B-trees, local heaps; what libhdf5 writes by default, and so h5py and
+//     Keras) and as link messages in the object header (the compact groups of libver="latest"); hard and soft
+//     links;
+//   attributes stored in the object header (message versions 1 to 3);
+//   datasets stored compact, contiguous or chunked (version 1 B-tree index) with the deflate (gzip), shuffle
+//     and fletcher32 filters; any little- or big-endian integer of 1, 2, 4 or 8 bytes and IEEE float of 2, 4
+//     or 8 bytes, converted to float32;
+//   strings fixed length (null- or space-padded) or variable length (global heap).
+// What is not read, with an error that says so: groups and attributes in dense storage (fractal heaps: more
+// than 8 links or large attributes under libver="latest"), chunk indexes of layout version 4, other filters,
+// shared or committed datatypes, external links.
+//
+// Every failure throws std::runtime_error naming the file, the object's path inside it and what is wrong,
+// e.g. "HDF5 file 'm.h5': no group '/layers/dense'" or "HDF5 file 'm.h5': dataset '/layers/dense/vars/0': data
+// at 0x1f00 + 4096 bytes is past the end of the file (3000 bytes)".
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,18 +31,7 @@
 namespace tower::io {
 
 namespace detail {
-// Owns one HDF5 identifier (hid_t) and closes it with the function its type needs.
-class Hdf5Handle {
- public:
-  explicit Hdf5Handle(std::int64_t id) : id_(id) {}
-  ~Hdf5Handle();
-  Hdf5Handle(const Hdf5Handle&) = delete;
-  Hdf5Handle& operator=(const Hdf5Handle&) = delete;
-  std::int64_t id() const { return id_; }
-
- private:
-  std::int64_t id_;
-};
+class Hdf5Image;
 }  // namespace detail
 
 class Hdf5Group {
@@ -39,8 +44,6 @@ class Hdf5Group {
   bool has_dataset(const std::string& name) const;
   // Throws when there is no group of that name.
   Hdf5Group group(const std::string& name) const;
-  // Creates the group and any missing groups on its path.
-  Hdf5Group create_group(const std::string& name);
 
   bool has_attribute(const std::string& name) const;
   // A string attribute holding one string (a scalar or a one-element array), fixed or variable length.
@@ -49,43 +52,34 @@ class Hdf5Group {
   // writes numpy arrays of bytes or str. An empty array of any type (h5py writes an empty list as float64)
   // reads as an empty list. Throws for other types.
   std::vector<std::string> string_list_attribute(const std::string& name) const;
-  // A variable-length UTF-8 scalar string, as h5py writes a Python str; replaces an existing attribute.
-  void set_string_attribute(const std::string& name, const std::string& value);
 
   Shape dataset_shape(const std::string& name) const;
-  // Any integer or floating-point dataset, converted to float32 on the host. Throws for other types.
+  // Any integer or floating-point dataset, converted to float32. Throws for other types.
   Tensor read_dataset(const std::string& name) const;
-  // Writes a float32 tensor (on any device) as a new little-endian float32 dataset of the same shape.
-  void write_dataset(const std::string& name, const Tensor& value);
 
-  const std::string& file_name() const { return file_name_; }
+  const std::string& file_name() const;
   // The absolute path inside the file: "/" for the root, "/layers/dense" below it.
   const std::string& path() const { return path_; }
 
  protected:
-  Hdf5Group(std::shared_ptr<detail::Hdf5Handle> handle, std::string file_name, std::string path);
-  // "HDF5 file '<file>': <what>" with HDF5's innermost error message appended when there is one.
-  [[noreturn]] void fail(const std::string& what) const;
+  Hdf5Group(std::shared_ptr<const detail::Hdf5Image> file, std::uint64_t address, std::string path);
   std::string child_path(const std::string& name) const;
-  const detail::Hdf5Handle& handle() const { return *handle_; }
 
  private:
-  std::shared_ptr<detail::Hdf5Handle> handle_;
-  std::string file_name_;
+  std::shared_ptr<const detail::Hdf5Image> file_;
+  std::uint64_t address_;  // of the group's object header
   std::string path_;
 };
 
-// An HDF5 file; as a group it is the file's root group.
+// An HDF5 file opened for reading; as a group it is the file's root group. The whole file is read into memory
+// when opened (Keras weight files are tens of MB at most).
 class Hdf5File : public Hdf5Group {
  public:
-  // Opens an existing file read-only. Throws std::runtime_error naming the path when it is missing,
-  // unreadable, or not an HDF5 file.
+  // Throws std::runtime_error naming the path when it is missing, unreadable, not an HDF5 file, or when its
+  // superblock or root group is damaged.
   static Hdf5File open(const std::string& path);
-  // Creates an empty file in memory; `name` only names it in errors. image() returns its bytes, for
-  // io::write_file_atomically, so a file on disk is never seen half written.
-  static Hdf5File create_in_memory(const std::string& name);
-  // The bytes of the whole file as it stands (flushed first).
-  std::string image() const;
+  // The same for bytes already in memory; `name` names them in errors.
+  static Hdf5File from_bytes(std::string bytes, const std::string& name);
 
  private:
   using Hdf5Group::Hdf5Group;

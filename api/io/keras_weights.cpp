@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/io/hdf5_file.h"
+#include "api/io/hdf5_writer.h"
 #include "api/io/weights_file.h"
 #include "api/models/model.h"
 
@@ -76,7 +77,7 @@ void stage(const std::string& path, const Layer& layer, const std::vector<Variab
 
 // ---- Keras 3 ---------------------------------------------------------------------------------------------------
 
-void write_keras3(const ModelImpl& model, Hdf5Group group) {
+void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
   group.create_group("vars").set_string_attribute("name", model.name());
   std::map<std::string, int> used;
   for (const LayerPtr& layer : model.layers()) {
@@ -85,7 +86,7 @@ void write_keras3(const ModelImpl& model, Hdf5Group group) {
       write_keras3(*nested, group.create_group(child));
       continue;
     }
-    Hdf5Group vars = group.create_group(child + "/vars");
+    Hdf5WriteGroup vars = group.create_group(child + "/vars");
     vars.set_string_attribute("name", layer->name());
     const std::vector<VariablePtr> ws = keras3_order(*layer);
     for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
@@ -205,7 +206,7 @@ void save_keras_weights(const ModelImpl& model, const std::string& path) {
   if (keras_weights_format(path) != KerasWeightsFormat::keras3)
     throw std::invalid_argument(prefix(path) + "Keras weights are written as Keras 3 .weights.h5 files only; "
                                                "use a path ending in '.weights.h5'");
-  Hdf5File file = Hdf5File::create_in_memory(path);
+  Hdf5Writer file(path);
   write_keras3(model, file);
   write_file_atomically(path, file.image());
 }

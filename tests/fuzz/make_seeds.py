@@ -269,15 +269,20 @@ def keras_weights_seeds():
     def values(shape, k):
         return (np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) * 0.1 + k).astype(np.float32)
 
-    # Keras 3: layers/<group>/vars/<i>, the vars group named by attribute "name"; the root's vars too.
-    with h5py.File(folder / "seed-keras3.weights.h5", "w", libver="earliest") as f:
-        f.create_group("vars").attrs["name"] = "fuzz"
-        for group, name, weights in KERAS_LAYERS:
-            g = f.create_group(f"layers/{group}/vars")
-            g.attrs["name"] = name
-            for i, (_, shape) in enumerate(weights):
-                g.create_dataset(str(i), data=values(shape, i))
-        f.create_group("layers/global_average_pooling2d/vars").attrs["name"] = "pool"
+    # Keras 3: layers/<group>/vars/<i>, the vars group named by attribute "name"; the root's vars too. Also in
+    # the newer file format (libver="latest": superblock 3, version 2 object headers, link messages).
+    for seed, libver in (("seed-keras3.weights.h5", "earliest"), ("seed-keras3-latest.weights.h5", "latest")):
+        with h5py.File(folder / seed, "w", libver=libver) as f:
+            f.create_group("vars").attrs["name"] = "fuzz"
+            for group, name, weights in KERAS_LAYERS:
+                g = f.create_group(f"layers/{group}/vars")
+                g.attrs["name"] = name
+                for i, (_, shape) in enumerate(weights):
+                    g.create_dataset(str(i), data=values(shape, i))
+            f.create_group("layers/global_average_pooling2d/vars").attrs["name"] = "pool"
+    # The HDF5 format fixtures of tests/io/hdf5_file_test.cpp: every number type, layout and filter Tower reads.
+    for name in ("earliest", "latest"):
+        shutil.copyfile(ROOT / "tests" / "reference" / "hdf5" / f"{name}.h5", folder / f"seed-format-{name}.h5")
     # Legacy (Keras 2 save_weights): root attribute layer_names, per layer weight_names and nested datasets;
     # float64 data and a chunked, deflated dataset, as other writers produce.
     with h5py.File(folder / "seed-legacy.h5", "w", libver="earliest") as f:
