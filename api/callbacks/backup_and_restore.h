@@ -31,6 +31,10 @@ namespace tower::callbacks {
 struct BackupAndRestoreOptions {
   std::variant<std::string, std::int64_t> save_freq = "epoch";  // "epoch" or a number of batches
   bool delete_checkpoint = true;
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("delete_checkpoint", delete_checkpoint);
+  }
 };
 
 class BackupAndRestore : public Callback {

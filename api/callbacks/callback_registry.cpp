@@ -16,46 +16,14 @@ namespace {
 
 using Factory = std::function<CallbackPtr(const Config&)>;
 
-// The arguments each callback reads, listed once with their Keras names (see layer_options.h).
-struct EarlyStoppingArgs {
-  EarlyStoppingOptions o;
-  template <class V> void visit(V&& v) {
-    v("monitor", o.monitor);
-    v("min_delta", o.min_delta);
-    v("patience", o.patience);
-    v("verbose", o.verbose);
-    v("mode", o.mode);
-    v("baseline", o.baseline);
-    v("restore_best_weights", o.restore_best_weights);
-    v("start_from_epoch", o.start_from_epoch);
-  }
-};
-
-struct ReduceLROnPlateauArgs {
-  ReduceLROnPlateauOptions o;
-  template <class V> void visit(V&& v) {
-    v("monitor", o.monitor);
-    v("factor", o.factor);
-    v("patience", o.patience);
-    v("verbose", o.verbose);
-    v("mode", o.mode);
-    v("min_delta", o.min_delta);
-    v("cooldown", o.cooldown);
-    v("min_lr", o.min_lr);
-  }
-};
-
+// The arguments of the callbacks that take more than their options struct (whose visit() lists the rest by
+// their Keras names; save_freq, a string or a number, is read by take_save_freq).
 struct ModelCheckpointArgs {
   std::string filepath;
   ModelCheckpointOptions o;
   template <class V> void visit(V&& v) {
     v("filepath", filepath);
-    v("monitor", o.monitor);
-    v("verbose", o.verbose);
-    v("save_best_only", o.save_best_only);
-    v("save_weights_only", o.save_weights_only);
-    v("mode", o.mode);
-    v("initial_value_threshold", o.initial_value_threshold);
+    o.visit(v);
   }
 };
 
@@ -74,7 +42,7 @@ struct BackupAndRestoreArgs {
   BackupAndRestoreOptions o;
   template <class V> void visit(V&& v) {
     v("backup_dir", backup_dir);
-    v("delete_checkpoint", o.delete_checkpoint);
+    o.visit(v);
   }
 };
 
@@ -83,22 +51,7 @@ struct EventLogArgs {
   EventLogOptions o;
   template <class V> void visit(V&& v) {
     v("path", path);
-    v("run", o.run);
-    v("batch_events", o.batch_events);
-    v("flush_seconds", o.flush_seconds);
-  }
-};
-
-struct LiveMonitorArgs {
-  LiveMonitorOptions o;
-  template <class V> void visit(V&& v) {
-    v("host", o.host);
-    v("port", o.port);
-    v("run", o.run);
-    v("queue_size", o.queue_size);
-    v("flush_interval", o.flush_interval);
-    v("reconnect_interval", o.reconnect_interval);
-    v("close_timeout", o.close_timeout);
+    o.visit(v);
   }
 };
 
@@ -154,7 +107,7 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"EarlyStopping",
        [](const Config& c) -> CallbackPtr {
-         return std::make_shared<EarlyStopping>(read<EarlyStoppingArgs>(c, "EarlyStopping").o);
+         return std::make_shared<EarlyStopping>(read<EarlyStoppingOptions>(c, "EarlyStopping"));
        }},
       {"EventLog",
        [](const Config& c) -> CallbackPtr {
@@ -164,7 +117,7 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"LiveMonitor",
        [](const Config& c) -> CallbackPtr {
-         return std::make_shared<LiveMonitor>(read<LiveMonitorArgs>(c, "LiveMonitor").o);
+         return std::make_shared<LiveMonitor>(read<LiveMonitorOptions>(c, "LiveMonitor"));
        }},
       {"ModelCheckpoint",
        [](const Config& c) -> CallbackPtr {
@@ -177,7 +130,7 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"ReduceLROnPlateau",
        [](const Config& c) -> CallbackPtr {
-         return std::make_shared<ReduceLROnPlateau>(read<ReduceLROnPlateauArgs>(c, "ReduceLROnPlateau").o);
+         return std::make_shared<ReduceLROnPlateau>(read<ReduceLROnPlateauOptions>(c, "ReduceLROnPlateau"));
        }},
       {"TerminateOnNaN",
        [](const Config& c) -> CallbackPtr {

@@ -29,6 +29,17 @@ struct EarlyStoppingOptions {
   std::optional<double> baseline;
   bool restore_best_weights = false;
   int start_from_epoch = 0;
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("monitor", monitor);
+    v("min_delta", min_delta);
+    v("patience", patience);
+    v("verbose", verbose);
+    v("mode", mode);
+    v("baseline", baseline);
+    v("restore_best_weights", restore_best_weights);
+    v("start_from_epoch", start_from_epoch);
+  }
 };
 
 class EarlyStopping : public Callback {

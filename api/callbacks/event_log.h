@@ -33,6 +33,12 @@ struct EventLogOptions {
   std::string run;            // the run's name, written in every event ("" writes "run": "")
   bool batch_events = true;   // false: only train_begin, epoch and train_end events
   double flush_seconds = 1.0;  // the longest time a complete line waits in the buffer
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("run", run);
+    v("batch_events", batch_events);
+    v("flush_seconds", flush_seconds);
+  }
 };
 
 class EventLog : public Callback {

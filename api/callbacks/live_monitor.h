@@ -69,6 +69,16 @@ struct LiveMonitorOptions {
   double flush_interval = 0.1;
   double reconnect_interval = 0.5;
   double close_timeout = 1.0;
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("host", host);
+    v("port", port);
+    v("run", run);
+    v("queue_size", queue_size);
+    v("flush_interval", flush_interval);
+    v("reconnect_interval", reconnect_interval);
+    v("close_timeout", close_timeout);
+  }
 };
 
 class LiveMonitor : public Callback {

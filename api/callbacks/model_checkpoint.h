@@ -39,6 +39,15 @@ struct ModelCheckpointOptions {
   std::string mode = "auto";  // "auto", "min" or "max"
   std::variant<std::string, std::int64_t> save_freq = "epoch";  // "epoch" or a number of batches
   std::optional<double> initial_value_threshold;
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("monitor", monitor);
+    v("verbose", verbose);
+    v("save_best_only", save_best_only);
+    v("save_weights_only", save_weights_only);
+    v("mode", mode);
+    v("initial_value_threshold", initial_value_threshold);
+  }
 };
 
 class ModelCheckpoint : public Callback {

@@ -24,6 +24,17 @@ struct ReduceLROnPlateauOptions {
   double min_delta = 1e-4;
   int cooldown = 0;
   double min_lr = 0.0;
+  // The fields by their Keras (and YAML) names, for callbacks::callback_from_config.
+  template <class V> void visit(V&& v) {
+    v("monitor", monitor);
+    v("factor", factor);
+    v("patience", patience);
+    v("verbose", verbose);
+    v("mode", mode);
+    v("min_delta", min_delta);
+    v("cooldown", cooldown);
+    v("min_lr", min_lr);
+  }
 };
 
 class ReduceLROnPlateau : public Callback {

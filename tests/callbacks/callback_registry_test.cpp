@@ -49,6 +49,28 @@ TEST(CallbackRegistry, BuildsEveryCallbackWithKerasArguments) {
   EXPECT_EQ(callback_types().size(), 8u);
 }
 
+TEST(CallbackRegistry, AcceptsEveryArgumentOfEachCallback) {
+  // Each options struct's visit() lists these Keras names; a name missing there is an "unknown argument".
+  for (const char* json : {
+           R"({"class_name": "EarlyStopping", "config": {"monitor": "loss", "min_delta": 0.1, "patience": 2,
+               "verbose": 1, "mode": "min", "baseline": 1.0, "restore_best_weights": true, "start_from_epoch": 1}})",
+           R"({"class_name": "ReduceLROnPlateau", "config": {"monitor": "loss", "factor": 0.5, "patience": 2,
+               "verbose": 1, "mode": "min", "min_delta": 0.1, "cooldown": 1, "min_lr": 1e-5}})",
+           R"({"class_name": "ModelCheckpoint", "config": {"filepath": "m.weights", "monitor": "loss", "verbose": 1,
+               "save_best_only": true, "save_weights_only": true, "mode": "min", "save_freq": "epoch",
+               "initial_value_threshold": 2.0}})",
+           R"({"class_name": "BackupAndRestore", "config": {"backup_dir": "b", "save_freq": 10,
+               "delete_checkpoint": false}})",
+           R"({"class_name": "CSVLogger", "config": {"filename": "h.csv", "separator": ";", "append": true}})",
+           R"({"class_name": "EventLog", "config": {"path": "e.jsonl", "run": "r", "batch_events": false,
+               "flush_seconds": 2.0}})",
+           R"({"class_name": "LiveMonitor", "config": {"host": "127.0.0.1", "port": 7999, "run": "r",
+               "queue_size": 16, "flush_interval": 0.2, "reconnect_interval": 1.0, "close_timeout": 0.5}})"}) {
+    SCOPED_TRACE(json);
+    EXPECT_TRUE(callback_from_config(Config::parse_json(json)));
+  }
+}
+
 TEST(CallbackRegistry, ErrorsNameTheCallbackTheArgumentAndTheClosestName) {
   expect_error([] { callback_from_config(Config("EarlyStoping")); },
                {"unknown callback 'EarlyStoping' (did you mean 'EarlyStopping'?)", "known: BackupAndRestore"});
