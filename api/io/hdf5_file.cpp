@@ -159,6 +159,13 @@ class Hdf5Image {
   std::uint64_t size() const { return bytes_.size(); }
 
  private:
+  struct Message {
+    unsigned type;
+    std::uint8_t flags;
+    Reader data;
+  };
+  // The messages of the object header at `address` (IV.A.1), through its continuation blocks.
+  std::vector<Message> messages(std::uint64_t address, const std::string& what) const;
   std::shared_ptr<const Object> parse(std::uint64_t address, const std::string& path) const;
 
   std::string bytes_;
@@ -529,18 +536,11 @@ std::shared_ptr<const Object> Hdf5Image::object(std::uint64_t address, const std
   return objects_.emplace(address, std::move(parsed)).first->second;
 }
 
-std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std::string& path) const {
-  const std::string what = "object header of '" + path + "' at " + hex(address);
-  struct Message {
-    unsigned type;
-    std::uint8_t flags;
-    Reader data;
-  };
+std::vector<Hdf5Image::Message> Hdf5Image::messages(std::uint64_t address, const std::string& what) const {
   std::vector<Message> messages;
   std::set<std::uint64_t> blocks;
   std::uint64_t scanned = 0;
-  // (address, size, is the first block of a version 1 header, version)
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, int>> todo;
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> todo;  // address, size, is a continuation
   Reader first = at(address, what);
   int version = 1;
   std::uint64_t chunk_begin = 0, chunk_size = 0;
@@ -562,7 +562,7 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
     r.skip(4);
     chunk_begin = address + 16;
   }
-  todo.emplace_back(chunk_begin, version == 2 ? chunk_size + 4 : chunk_size, 0);
+  todo.emplace_back(chunk_begin, version == 2 ? chunk_size + 4 : chunk_size, false);
   while (!todo.empty()) {
     const auto [begin, size, continuation] = todo.back();
     todo.pop_back();
@@ -570,7 +570,8 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
     scanned += size;
     if (scanned > bytes_.size()) fail(what + ": header blocks larger than the file");
     at(begin, what, size);
-    if (version == 2 && size < 4 + (continuation ? 4u : 0u)) fail(what + ": header block of " + std::to_string(size) + " bytes");
+    if (version == 2 && size < 4 + (continuation ? 4u : 0u))
+      fail(what + ": header block of " + std::to_string(size) + " bytes");
     Reader r = at(begin, what, version == 2 ? size - 4 : size);  // version 2 blocks end in a checksum
     if (version == 2 && continuation) r.expect("OCHK");
     const unsigned prefix = version == 1 ? 8 : (creation_order ? 6 : 4);
@@ -596,16 +597,20 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
       if (type == 0x10) {  // continuation
         Reader c = at(data, what, length);
         const std::uint64_t block = c.offset(), block_size = c.length();
-        todo.emplace_back(block, block_size, 1);
+        todo.emplace_back(block, block_size, true);
         continue;
       }
       messages.push_back({type, flags, at(data, what + ", message " + hex(type), length)});
     }
   }
+  return messages;
+}
 
+std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std::string& path) const {
+  const std::string what = "object header of '" + path + "' at " + hex(address);
   auto result = std::make_shared<Object>();
   Object& o = *result;
-  for (Message& m : messages) {
+  for (Message& m : messages(address, what)) {
     const bool shared = m.flags & 0x02;
     switch (m.type) {
       case 0x01:
@@ -690,6 +695,12 @@ std::vector<std::string> split(const std::string& path) {
   return parts;
 }
 
+[[noreturn]] void fail_dense_links(const Hdf5Image& file, const std::string& path) {
+  file.fail("group '" + path +
+            "' keeps its links in dense storage (a fractal heap, written by libver=\"latest\" for groups of more "
+            "than 8 members), which Tower does not read");
+}
+
 struct Found {
   std::uint64_t address;
   std::string path;
@@ -706,14 +717,13 @@ std::optional<Found> resolve(const Hdf5Image& file, std::uint64_t address, const
     const auto it = at.object->links.find(name);
     if (it == at.object->links.end()) {
       if (at.object->dense_links)
-        file.fail("group '" + at.path +
-                  "' keeps its links in dense storage (a fractal heap, written by libver=\"latest\" for groups of "
-                  "more than 8 members), which Tower does not read");
+        fail_dense_links(file, at.path);
       return std::nullopt;
     }
     const Link& link = it->second;
     const std::string child = join(at.path, name);
-    if (link.kind == Link::Kind::external) file.fail("'" + child + "' is an external link, which Tower does not follow");
+    if (link.kind == Link::Kind::external)
+      file.fail("'" + child + "' is an external link, which Tower does not follow");
     if (link.kind == Link::Kind::soft) {
       if (++hops > 16) file.fail("'" + child + "': more than 16 soft links followed");
       std::optional<Found> target = resolve(file, at.address, at.path, link.target, hops);
@@ -758,7 +768,7 @@ float to_float(const char* p, const Datatype& t) {
   const unsigned sign = (bits >> 15) & 1, exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
   float v;
   if (exponent == 0) v = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31) v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else if (exponent == 31) v = mantissa ? std::nanf("") : std::numeric_limits<float>::infinity();
   else v = std::ldexp(static_cast<float>(mantissa | 0x400), int(exponent) - 25);
   return sign ? -v : v;
 }
@@ -875,6 +885,32 @@ void read_chunks(const Hdf5Image& file, const Object& o, const std::string& what
   }
 }
 
+// The objects of a global heap collection (III.E) by their index.
+std::map<std::uint32_t, std::string_view> read_global_heap(const Hdf5Image& file, std::uint64_t address,
+                                                           const std::string& where) {
+  const std::string what = where + ", global heap " + hex(address);
+  Reader r = file.at(address, what);
+  r.expect("GCOL");
+  if (r.u8() != 1) r.fail("global heap version");
+  r.skip(3);
+  const std::uint64_t size = r.length();
+  if (size < 16) r.fail("global heap of " + std::to_string(size) + " bytes");
+  Reader objects = file.at(address, what, size);
+  objects.skip(16);
+  std::map<std::uint32_t, std::string_view> heap;
+  while (objects.left() >= 16) {
+    const std::uint16_t id = objects.u16();
+    objects.skip(6);  // reference count, reserved
+    const std::uint64_t bytes = objects.length();
+    if (id == 0) break;  // free space
+    const std::uint64_t padded = (bytes + 7) / 8 * 8;
+    if (padded < bytes || padded > objects.left())
+      objects.fail("object " + std::to_string(id) + " past the heap's end");
+    heap[id] = objects.bytes(padded).substr(0, bytes);
+  }
+  return heap;
+}
+
 }  // namespace
 
 Hdf5Group::Hdf5Group(std::shared_ptr<const detail::Hdf5Image> file, std::uint64_t address, std::string path)
@@ -887,9 +923,7 @@ std::string Hdf5Group::child_path(const std::string& name) const { return join(p
 std::vector<std::string> Hdf5Group::children() const {
   const std::shared_ptr<const Object> o = file_->object(address_, path_);
   if (o->dense_links)
-    file_->fail("group '" + path_ +
-                "' keeps its links in dense storage (a fractal heap, written by libver=\"latest\" for groups of more "
-                "than 8 members), which Tower does not read");
+    fail_dense_links(*file_, path_);
   std::vector<std::string> names;
   for (const auto& [name, link] : o->links) names.push_back(name);
   return names;
@@ -946,7 +980,8 @@ std::vector<std::string> Hdf5Group::string_list_attribute(const std::string& nam
   if (a.type.cls != Datatype::Class::vlen_string) file_->fail(where + " is not a string (" + a.type.name + ")");
   // Each element: its length, then the global heap collection's address and the object's index (III.E).
   const unsigned o = file_->offset_size();
-  if (a.type.size != 8 + o) file_->fail(where + ": variable-length elements of " + std::to_string(a.type.size) + " bytes");
+  if (a.type.size != 8 + o)
+    file_->fail(where + ": variable-length elements of " + std::to_string(a.type.size) + " bytes");
   std::map<std::uint64_t, std::map<std::uint32_t, std::string_view>> heaps;
   for (std::uint64_t i = 0; i < a.space.points; ++i) {
     const std::string_view element = a.data.substr(i * (8 + o), 8 + o);
@@ -960,26 +995,7 @@ std::vector<std::string> Hdf5Group::string_list_attribute(const std::string& nam
       continue;
     }
     auto heap = heaps.find(collection);
-    if (heap == heaps.end()) {
-      heap = heaps.emplace(collection, std::map<std::uint32_t, std::string_view>{}).first;
-      Reader r = file_->at(collection, where + ", global heap " + hex(collection));
-      r.expect("GCOL");
-      if (r.u8() != 1) r.fail("global heap version");
-      r.skip(3);
-      const std::uint64_t size = r.length();
-      if (size < 16) r.fail("global heap of " + std::to_string(size) + " bytes");
-      Reader objects = file_->at(collection, where + ", global heap " + hex(collection), size);
-      objects.skip(16);
-      while (objects.left() >= 16) {
-        const std::uint16_t id = objects.u16();
-        objects.skip(6);
-        const std::uint64_t bytes = objects.length();
-        if (id == 0) break;
-        const std::uint64_t padded = (bytes + 7) / 8 * 8;
-        if (padded < bytes || padded > objects.left()) objects.fail("object " + std::to_string(id) + " past the heap's end");
-        heap->second[id] = objects.bytes(padded).substr(0, bytes);
-      }
-    }
+    if (heap == heaps.end()) heap = heaps.emplace(collection, read_global_heap(*file_, collection, where)).first;
     const auto object = heap->second.find(index);
     if (object == heap->second.end())
       file_->fail(where + ": no object " + std::to_string(index) + " in global heap " + hex(collection));
