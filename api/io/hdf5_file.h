@@ -10,17 +10,18 @@
 //     Keras) and as link messages in the object header (the compact groups of libver="latest"); hard and soft
 //     links;
 //   attributes stored in the object header (message versions 1 to 3);
-//   datasets stored compact, contiguous or chunked (version 1 B-tree index) with the deflate (gzip), shuffle
-//     and fletcher32 filters; any little- or big-endian integer of 1, 2, 4 or 8 bytes and IEEE float of 2, 4
+//   datasets stored compact, contiguous or chunked (version 1 B-tree index) with the deflate (gzip) and
+//     shuffle filters; any little- or big-endian integer of 1, 2, 4 or 8 bytes and IEEE float of 2, 4
 //     or 8 bytes, converted to float32;
 //   strings fixed length (null- or space-padded) or variable length (global heap).
 // What is not read, with an error that says so: groups and attributes in dense storage (fractal heaps: more
-// than 8 links or large attributes under libver="latest"), chunk indexes of layout version 4, other filters,
-// shared or committed datatypes, external links.
+// than 8 links or large attributes under libver="latest"), chunk indexes of layout version 4, other filters
+// (fletcher32, szip, ...), shared or committed datatypes, external links. The checksums of version 2 metadata
+// are not verified (every field is still checked against the file before it is used).
 //
 // Every failure throws std::runtime_error naming the file, the object's path inside it and what is wrong,
-// e.g. "HDF5 file 'm.h5': no group '/layers/dense'" or "HDF5 file 'm.h5': dataset '/layers/dense/vars/0': data
-// at 0x1f00 + 4096 bytes is past the end of the file (3000 bytes)".
+// e.g. "HDF5 file 'm.h5': no group '/layers/dense'" or "HDF5 file 'm.h5': dataset '/layers/dense/vars/0': data:
+// 0x1f00 + 4096 bytes is past the end of the file (3000 bytes)".
 #include <cstdint>
 #include <memory>
 #include <string>
