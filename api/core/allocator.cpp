@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tower {
@@ -95,6 +96,26 @@ Allocator& allocator_for(Device device) {
   }
   throw std::invalid_argument("no allocator for device " + device.to_string() +
                               ": this build of Tower has no CUDA backend");
+}
+
+namespace {
+thread_local AllocationLimit* current_limit = nullptr;
+}  // namespace
+
+AllocationLimit::AllocationLimit(std::size_t bytes, std::string what)
+    : limit_(bytes), what_(std::move(what)), outer_(current_limit) {
+  current_limit = this;
+}
+
+AllocationLimit::~AllocationLimit() { current_limit = outer_; }
+
+void charge_allocation_limit(std::size_t bytes) {
+  AllocationLimit* limit = current_limit;
+  if (!limit) return;
+  if (bytes > limit->limit_ - limit->allocated_)
+    throw std::runtime_error(limit->what_ + ": it would allocate " + std::to_string(limit->allocated_ + bytes) +
+                             " bytes of tensors, more than the " + std::to_string(limit->limit_) + " allowed");
+  limit->allocated_ += bytes;
 }
 
 }  // namespace tower

@@ -4,6 +4,7 @@
 // first step. The counters let tests and benchmarks check exactly that.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "api/core/device.h"
 
@@ -31,5 +32,27 @@ class Allocator {
 
 // The process-wide allocator for a device. Thread-safe.
 Allocator& allocator_for(Device device);
+
+// While alive, caps the bytes of tensor storage the current thread may allocate in total (on any device); the
+// allocation that would pass the cap throws std::runtime_error("<what>: ..." with both sizes) instead. For
+// code that builds objects from a file's description (Model::load), so that a damaged description cannot make
+// it allocate more than the file justifies. Limits nest; the innermost applies.
+class AllocationLimit {
+ public:
+  AllocationLimit(std::size_t bytes, std::string what);
+  ~AllocationLimit();
+  AllocationLimit(const AllocationLimit&) = delete;
+  AllocationLimit& operator=(const AllocationLimit&) = delete;
+  std::size_t allocated() const { return allocated_; }
+
+ private:
+  friend void charge_allocation_limit(std::size_t bytes);
+  std::size_t limit_, allocated_ = 0;
+  std::string what_;
+  AllocationLimit* outer_;
+};
+
+// Counts `bytes` against the current thread's AllocationLimit, if any (called by Storage before allocating).
+void charge_allocation_limit(std::size_t bytes);
 
 }  // namespace tower

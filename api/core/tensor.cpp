@@ -11,6 +11,7 @@ namespace tower {
 
 Storage::Storage(std::size_t bytes, Device device)
     : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
+  charge_allocation_limit(bytes);
   ptr_ = allocator_->allocate(bytes);
 }
 

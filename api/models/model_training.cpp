@@ -2,6 +2,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "api/core/allocator.h"
 #include "api/io/keras_weights.h"
 #include "api/io/weights_file.h"
 #include "api/models/model.h"
@@ -383,8 +384,15 @@ Model Model::load(const std::string& path) {
   // save() stores the model's config (a map) under "model"; save_weights() only the model's name.
   if (!file.extra.contains("model") || !file.extra.at("model").is_map())
     throw std::invalid_argument("'" + path + "' holds weights only (save_weights); load it with load_weights()");
+  // Every weight the stored architecture creates is in the file, so building it needs about the file's tensors
+  // (twice: initial values, then the stored ones) and little else; a damaged config asking for far more is an
+  // error before it is allocated.
+  std::size_t stored = 0;
+  for (const io::NamedTensor& t : file.weights) stored += t.value.nbytes();
   std::shared_ptr<ModelImpl> impl;
   try {
+    AllocationLimit limit(4 * stored + (std::size_t{64} << 20),
+                          "model file '" + path + "': the stored architecture does not match the stored weights");
     impl = model_from_config(file.extra.at("model"));
   } catch (const ConfigError& e) {
     throw ConfigError("model file '" + path + "': " + e.what());

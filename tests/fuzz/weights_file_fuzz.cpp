@@ -1,9 +1,8 @@
 // Tower weights files (io::read_weights_file) on any bytes, and on the same bytes with their CRC-32 trailer
 // recomputed, so mutations reach the header and data checks behind the checksum. A file that reads is then
-// loaded into a small model the two ways Tower loads weights: Model::load_weights, and BackupAndRestore
-// restoring a backup (weights, optimizer slots and training state). Model::load is left out: it rebuilds the
-// architecture stored in the file, whose layer sizes are not checked against the stored tensors before the
-// layers allocate their weights (tests/fuzz/README.md).
+// loaded into a small model the ways Tower loads weights: Model::load_weights, BackupAndRestore restoring a
+// backup (weights, optimizer slots and training state), and Model::load, which rebuilds the architecture the
+// file stores (under an AllocationLimit sized by the stored tensors) and then assigns the weights.
 #include <cstring>
 #include <vector>
 
@@ -25,6 +24,7 @@ void load_every_way(const std::uint8_t* data, std::size_t size) {
   const std::string path = fuzz::write_input("input.weights", data, size);
   if (!fuzz::expect_clear_error([&] { io::read_weights_file(path); })) return;
   fuzz::expect_clear_error([&] { model().load_weights(path); });
+  fuzz::expect_clear_error([&] { Model::load(path); });
   std::filesystem::create_directories(fuzz::scratch_dir() / "backup");
   fuzz::write_input("backup/latest.weights", data, size);
   callbacks::BackupAndRestore backup((fuzz::scratch_dir() / "backup").string(), {.delete_checkpoint = false});

@@ -151,6 +151,25 @@ TEST(WeightsFile, LoadingAWeightsOnlyFileAsAModelSaysSo) {
   expect_error_mentions([&] { Model::load(path.string()); }, {path.string(), "holds weights only", "load_weights"});
 }
 
+TEST(WeightsFile, AStoredArchitectureFarLargerThanItsWeightsIsRefusedBeforeAllocating) {
+  // A model file whose config was changed to ask for a Dense layer of 2^31 units (24 GiB of kernel from 3
+  // inputs) while the file holds a few bytes of weights.
+  const fs::path good = temp_dir() / "model.tower";
+  small_model().save(good.string());
+  io::WeightsFile file = io::read_weights_file(good.string());
+  const std::string json = file.extra.to_json();
+  const std::size_t units = json.find("\"units\": 5,");
+  ASSERT_NE(units, std::string::npos) << json;
+  const std::string damaged_json = json.substr(0, units) + "\"units\": 2147483647," + json.substr(units + 11);
+  const fs::path damaged = temp_dir() / "damaged.tower";
+  io::write_weights_file(damaged.string(), file.weights, Config::parse_json(damaged_json));
+  expect_error_mentions([&] { Model::load(damaged.string()); },
+                        {damaged.string(), "the stored architecture does not match the stored weights",
+                         "more than the"});
+  // The same file undamaged loads.
+  EXPECT_EQ(Model::load(good.string()).count_params(), small_model().count_params());
+}
+
 TEST(WeightsFile, AFailedSaveLeavesThePreviousFile) {
   const fs::path dir = temp_dir();
   const fs::path p = dir / "keep.weights";
