@@ -384,6 +384,22 @@ TEST(MobileNetV2, WeightsFromAFileAreLoaded) {
   fs::remove_all(dir);
 }
 
+TEST(MobileNetV2, TheFullSizeModelSavesAndLoadsAsAWholeModel) {
+  // Model::load rebuilds the architecture under an allocation limit sized by the stored weights; the full
+  // ImageNet-sized model (3.5 million parameters) fits it.
+  const fs::path dir = temp_dir("whole");
+  const std::string path = (dir / "mobilenet_v2.tower").string();
+  clear_session();
+  const Model source = MobileNetV2({.weights = ""});
+  source.save(path);
+  const Model loaded = Model::load(path);
+  EXPECT_EQ(loaded.count_params(), 3538984);
+  const std::vector<Tensor> a = source.get_weights(), b = loaded.get_weights();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector(), b[i].to_vector()) << "weight " << i;
+  fs::remove_all(dir);
+}
+
 TEST(MobileNetV2, ImagenetWeightsComeFromKerasCacheOrTheErrorSaysWhereToPutThem) {
   const fs::path home = temp_dir("keras_home");
   ScopedEnv env("KERAS_HOME", home.string());
