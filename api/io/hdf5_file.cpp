@@ -166,6 +166,7 @@ class Hdf5Image {
   };
   // The messages of the object header at `address` (IV.A.1), through its continuation blocks.
   std::vector<Message> messages(std::uint64_t address, const std::string& what) const;
+  bool has_fractal_heap(Reader r, unsigned creation_index_bytes) const;
   std::shared_ptr<const Object> parse(std::uint64_t address, const std::string& path) const;
 
   std::string bytes_;
@@ -284,7 +285,8 @@ std::string read_name(Reader& r, std::uint64_t size) {
   return std::string(s);
 }
 
-Attribute parse_attribute(Reader r) {
+// An attribute message (IV.A.2.m): the attribute's name and value.
+std::pair<std::string, Attribute> parse_attribute(Reader r) {
   const std::uint8_t version = r.u8();
   const std::uint8_t flags = r.u8();
   const std::uint16_t name_size = r.u16(), type_size = r.u16(), space_size = r.u16();
@@ -292,8 +294,7 @@ Attribute parse_attribute(Reader r) {
   if (version == 3) r.u8();  // name encoding
   auto padded = [&](std::uint64_t n) { return version == 1 ? (n + 7) / 8 * 8 : n; };
   Attribute a;
-  const std::string name = read_name(r, padded(name_size));
-  (void)name;
+  std::string name = read_name(r, padded(name_size));
   Reader type_reader = r;
   r.skip(padded(type_size));
   Reader space_reader = r;
@@ -310,16 +311,7 @@ Attribute parse_attribute(Reader r) {
   if (size > r.left())
     r.fail("attribute data of " + std::to_string(size) + " bytes, " + std::to_string(r.left()) + " in the message");
   a.data = r.bytes(size);
-  return a;
-}
-
-std::string attribute_name(Reader r) {
-  const std::uint8_t version = r.u8();
-  r.u8();
-  const std::uint16_t name_size = r.u16();
-  r.skip(4);
-  if (version == 3) r.u8();
-  return read_name(r, name_size);
+  return {std::move(name), std::move(a)};
 }
 
 // A link message (IV.A.2.g).
@@ -446,10 +438,10 @@ void read_symbol_table(const Hdf5Image& file, std::uint64_t btree, std::uint64_t
     bool symbols;
   };
   std::set<std::uint64_t> seen;
-  std::vector<Pending> todo = {{btree, -1, false}};
-  while (!todo.empty()) {
-    const Pending node = todo.back();
-    todo.pop_back();
+  std::vector<Pending> stack = {{btree, -1, false}};
+  while (!stack.empty()) {
+    const Pending node = stack.back();
+    stack.pop_back();
     if (!seen.insert(node.address).second) file.fail(what + ": B-tree node " + hex(node.address) + " reached twice");
     Reader r = file.at(node.address, what + ", B-tree node " + hex(node.address));
     if (node.symbols) {
@@ -484,7 +476,7 @@ void read_symbol_table(const Hdf5Image& file, std::uint64_t btree, std::uint64_t
     for (unsigned i = 0; i < entries; ++i) {
       r.length();  // key
       const std::uint64_t child = r.offset();
-      todo.push_back(level == 0 ? Pending{child, -1, true} : Pending{child, level - 1, false});
+      stack.push_back(level == 0 ? Pending{child, -1, true} : Pending{child, level - 1, false});
     }
   }
 }
@@ -540,7 +532,7 @@ std::vector<Hdf5Image::Message> Hdf5Image::messages(std::uint64_t address, const
   std::vector<Message> messages;
   std::set<std::uint64_t> blocks;
   std::uint64_t scanned = 0;
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> todo;  // address, size, is a continuation
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, bool>> stack;  // header blocks: address, size, continuation?
   Reader first = at(address, what);
   int version = 1;
   std::uint64_t chunk_begin = 0, chunk_size = 0;
@@ -562,10 +554,10 @@ std::vector<Hdf5Image::Message> Hdf5Image::messages(std::uint64_t address, const
     r.skip(4);
     chunk_begin = address + 16;
   }
-  todo.emplace_back(chunk_begin, version == 2 ? chunk_size + 4 : chunk_size, false);
-  while (!todo.empty()) {
-    const auto [begin, size, continuation] = todo.back();
-    todo.pop_back();
+  stack.emplace_back(chunk_begin, version == 2 ? chunk_size + 4 : chunk_size, false);
+  while (!stack.empty()) {
+    const auto [begin, size, continuation] = stack.back();
+    stack.pop_back();
     if (!blocks.insert(begin).second) fail(what + ": header block " + hex(begin) + " reached twice");
     scanned += size;
     if (scanned > bytes_.size()) fail(what + ": header blocks larger than the file");
@@ -597,13 +589,21 @@ std::vector<Hdf5Image::Message> Hdf5Image::messages(std::uint64_t address, const
       if (type == 0x10) {  // continuation
         Reader c = at(data, what, length);
         const std::uint64_t block = c.offset(), block_size = c.length();
-        todo.emplace_back(block, block_size, true);
+        stack.emplace_back(block, block_size, true);
         continue;
       }
       messages.push_back({type, flags, at(data, what + ", message " + hex(type), length)});
     }
   }
   return messages;
+}
+
+// Whether a link info or attribute info message (IV.A.2.c, IV.A.2.v) points to a fractal heap, i.e. the links
+// or attributes are in dense storage; `creation_index_bytes` is the size of its optional maximum creation index.
+bool Hdf5Image::has_fractal_heap(Reader r, unsigned creation_index_bytes) const {
+  r.u8();  // version
+  if (r.u8() & 1) r.skip(creation_index_bytes);
+  return r.offset() != undefined_;
 }
 
 std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std::string& path) const {
@@ -617,15 +617,10 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
         if (shared) m.data.fail("shared dataspace");
         o.space = parse_dataspace(m.data);
         break;
-      case 0x02: {  // link info
+      case 0x02:  // link info
         o.group = true;
-        Reader& r = m.data;
-        r.u8();
-        const std::uint8_t flags = r.u8();
-        if (flags & 1) r.skip(8);
-        if (r.offset() != undefined_) o.dense_links = true;
+        o.dense_links = has_fractal_heap(m.data, 8);
         break;
-      }
       case 0x03:
         if (shared) {
           o.type = Datatype{};
@@ -648,8 +643,8 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
       case 0x0b: o.filters = parse_filters(m.data); break;
       case 0x0c: {
         if (shared) m.data.fail("shared attribute");
-        std::string name = attribute_name(m.data);
-        o.attributes[std::move(name)] = parse_attribute(m.data);
+        auto [name, attribute] = parse_attribute(m.data);
+        o.attributes[std::move(name)] = std::move(attribute);
         break;
       }
       case 0x11: {  // symbol table
@@ -659,14 +654,9 @@ std::shared_ptr<const Object> Hdf5Image::parse(std::uint64_t address, const std:
         read_symbol_table(*this, btree, heap, "group '" + path + "'", o.links);
         break;
       }
-      case 0x15: {  // attribute info
-        Reader& r = m.data;
-        r.u8();
-        const std::uint8_t flags = r.u8();
-        if (flags & 1) r.skip(2);
-        if (r.offset() != undefined_) o.dense_attributes = true;
+      case 0x15:  // attribute info
+        o.dense_attributes = has_fractal_heap(m.data, 2);
         break;
-      }
       default: break;
     }
   }
@@ -824,10 +814,10 @@ void read_chunks(const Hdf5Image& file, const Object& o, const std::string& what
   std::set<std::uint64_t> seen;
   std::set<std::vector<std::uint64_t>> offsets;
   std::uint64_t decoded = 0;
-  std::vector<std::pair<std::uint64_t, int>> todo = {{o.layout.address, -1}};
-  while (!todo.empty()) {
-    const auto [address, expected_level] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<std::uint64_t, int>> stack = {{o.layout.address, -1}};  // B-tree nodes, their level
+  while (!stack.empty()) {
+    const auto [address, expected_level] = stack.back();
+    stack.pop_back();
     if (!seen.insert(address).second) fail("chunk B-tree node " + hex(address) + " reached twice");
     Reader r = file.at(address, what + ", chunk B-tree node " + hex(address));
     r.expect("TREE");
@@ -842,7 +832,7 @@ void read_chunks(const Hdf5Image& file, const Object& o, const std::string& what
       for (std::size_t d = 0; d <= rank; ++d) offset.push_back(r.uint(8));
       const std::uint64_t child = r.offset();
       if (level > 0) {
-        todo.push_back({child, level - 1});
+        stack.push_back({child, level - 1});
         continue;
       }
       offset.pop_back();  // always 0: the element's own dimension
@@ -883,6 +873,20 @@ void read_chunks(const Hdf5Image& file, const Object& o, const std::string& what
       }
     }
   }
+}
+
+// The dataset at `relative` from the group at `address` (named `path`); throws when there is none.
+std::shared_ptr<const Object> find_dataset(const Hdf5Image& file, std::uint64_t address, const std::string& path,
+                                           const std::string& relative) {
+  const std::optional<Found> f = resolve(file, address, path, relative);
+  if (!f || !f->object->dataset) file.fail("no dataset '" + join(path, relative) + "'");
+  return f->object;
+}
+
+Shape shape_of(const Dataspace& space) {
+  std::vector<Index> dims;
+  for (std::uint64_t d : space.dims) dims.push_back(static_cast<Index>(d));
+  return Shape(dims);
 }
 
 // The objects of a global heap collection (III.E) by their index.
@@ -1010,18 +1014,13 @@ std::vector<std::string> Hdf5Group::string_list_attribute(const std::string& nam
 }
 
 Shape Hdf5Group::dataset_shape(const std::string& name) const {
-  const std::optional<Found> f = resolve(*file_, address_, path_, name);
-  if (!f || !f->object->dataset) file_->fail("no dataset '" + child_path(name) + "'");
-  const std::vector<std::uint64_t>& dims = f->object->space->dims;
-  std::vector<Index> shape;
-  for (std::uint64_t d : dims) shape.push_back(static_cast<Index>(d));
-  return Shape(shape);
+  return shape_of(*find_dataset(*file_, address_, path_, name)->space);
 }
 
 Tensor Hdf5Group::read_dataset(const std::string& name) const {
-  const Shape shape = dataset_shape(name);
-  const Found f = *resolve(*file_, address_, path_, name);
-  const Object& o = *f.object;
+  const std::shared_ptr<const Object> object = find_dataset(*file_, address_, path_, name);
+  const Object& o = *object;
+  const Shape shape = shape_of(*o.space);
   const std::string what = "dataset '" + child_path(name) + "'";
   const Datatype& t = *o.type;
   if (t.cls != Datatype::Class::integer && t.cls != Datatype::Class::floating)
