@@ -28,7 +28,7 @@
 
 #include "api/core/shape.h"
 #include "api/core/tensor.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "api/models/model.h"
 
 namespace tower::applications {

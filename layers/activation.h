@@ -1,8 +1,8 @@
 #pragma once
 // Activation (keras.layers.Activation): applies a named activation function elementwise (softmax over the
 // last axis). Any input shape; the output has the input's shape. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Add (keras.layers.Add): the elementwise sum of the inputs.
 // Two or more inputs of identical shape (no broadcasting); the output has that shape. No weights.
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "layers/merge.h"
 
 namespace tower::layers {

@@ -1,6 +1,6 @@
 #include "layers/average_pooling2d.h"
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

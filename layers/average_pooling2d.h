@@ -7,8 +7,8 @@
 // 'same', or data_format 'channels_first'.
 #include <optional>
 
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 #include "layers/pooling_utils.h"
 
 namespace tower::layers {

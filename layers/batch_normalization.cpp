@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "api/backend/backend.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

@@ -26,8 +26,8 @@
 //     keeps: its moving statistics are per-replica copies (aggregation "none") and the weights a model reports
 //     are the first replica's.
 // Without a strategy, or with one replica in the step, `synchronized` changes nothing.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

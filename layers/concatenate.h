@@ -2,7 +2,7 @@
 // Concatenate (keras.layers.Concatenate): joins two or more inputs along `axis` (negative counts from the
 // end; not the batch axis). All inputs have the same rank and the same dimensions except along `axis`; the
 // output's `axis` is the sum of theirs. No weights.
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "layers/merge.h"
 
 namespace tower::layers {

@@ -10,8 +10,8 @@
 // 'channels_last', or strides > 1 together with dilation_rate > 1. Calling it throws ShapeError for an input
 // that is not rank 4, whose channels are not divisible by groups (or differ from the built kernel's), or that
 // is smaller than the dilated kernel with padding 'valid'.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 #include "layers/conv_utils.h"
 
 namespace tower::layers {

@@ -6,8 +6,8 @@
 
 #include "api/activations/activations.h"
 #include "api/backend/backend.h"
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers::detail {
 

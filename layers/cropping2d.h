@@ -2,8 +2,8 @@
 // Cropping2D (keras.layers.Cropping2D): removes rows and columns from the edges of 4-D images,
 // [batch, h, w, c] -> [batch, h - top - bottom, w - left - right, c] (channels_first: [batch, c, h, w]).
 // No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Dense (keras.layers.Dense): y = activation(x @ kernel + bias) on the last axis.
 // Input [..., input_dim] -> output [..., units]. Weights: kernel [input_dim, units], bias [units].
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

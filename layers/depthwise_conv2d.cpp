@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

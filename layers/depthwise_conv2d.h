@@ -10,8 +10,8 @@
 // (kernel_size, strides, dilation_rate, padding, data_format, strides > 1 with dilation_rate > 1). Calling it
 // throws ShapeError for an input that is not rank 4, whose channels differ from the built kernel's, or that is
 // smaller than the dilated kernel with padding 'valid'.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 #include "layers/conv_utils.h"
 
 namespace tower::layers {

@@ -2,8 +2,8 @@
 // Flatten (keras.layers.Flatten): [batch, d1, ..., dk] -> [batch, d1 * ... * dk] ([batch] -> [batch, 1]).
 // With data_format "channels_first" an input of rank >= 3 is first moved to channels-last order, as Keras
 // does, so the flattened features match a channels-last model's. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

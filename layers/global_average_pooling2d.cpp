@@ -1,6 +1,6 @@
 #include "layers/global_average_pooling2d.h"
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 #include "layers/pooling_utils.h"
 
 namespace tower::layers {

@@ -2,8 +2,8 @@
 // GlobalAveragePooling2D (keras.layers.GlobalAveragePooling2D): the mean over all spatial positions of each channel.
 // Input [batch, height, width, channels] -> [batch, channels], or [batch, 1, 1, channels] with keepdims.
 // No weights. Throws std::invalid_argument for data_format 'channels_first'.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Every layer in tower::layers.
-#include "api/models/input_layer.h"
+#include "api/engine/input_layer.h"
 #include "layers/activation.h"
 #include "layers/add.h"
 #include "layers/average.h"

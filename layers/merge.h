@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 
 namespace tower::layers {
 

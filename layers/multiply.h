@@ -1,7 +1,7 @@
 #pragma once
 // Multiply (keras.layers.Multiply): the elementwise product of the inputs.
 // Two or more inputs of identical shape (no broadcasting); the output has that shape. No weights.
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "layers/merge.h"
 
 namespace tower::layers {

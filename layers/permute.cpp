@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "api/backend/backend.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

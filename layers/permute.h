@@ -1,8 +1,8 @@
 #pragma once
 // Permute (keras.layers.Permute): reorders the non-batch axes. `dims` is a 1-based permutation of them, as in
 // Keras: Permute({.dims = {2, 1}}) turns [batch, a, b] into [batch, b, a]. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

@@ -1,7 +1,7 @@
 #include "layers/rescaling.h"
 
 #include "api/backend/backend.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Rescaling (keras.layers.Rescaling): y = x * scale + offset elementwise (e.g. scale 1/255 for pixels, or
 // scale 1/127.5 and offset -1 for [-1, 1]). Any input shape; the output has the input's shape. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

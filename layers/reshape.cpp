@@ -1,6 +1,6 @@
 #include "layers/reshape.h"
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

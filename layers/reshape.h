@@ -1,8 +1,8 @@
 #pragma once
 // Reshape (keras.layers.Reshape): [batch, ...] -> [batch, target_shape...], keeping the row-major order.
 // One entry of target_shape may be -1 and is inferred. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

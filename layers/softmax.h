@@ -1,8 +1,8 @@
 #pragma once
 // Softmax (keras.layers.Softmax): y = exp(x) / sum(exp(x)) along `axis` (negative counts from the end).
 // Any input of rank >= 1 with `axis` in range; the output has the input's shape. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

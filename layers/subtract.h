@@ -1,7 +1,7 @@
 #pragma once
 // Subtract (keras.layers.Subtract): inputs[0] - inputs[1].
 // Exactly two inputs of identical shape (no broadcasting); the output has that shape. No weights.
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "layers/merge.h"
 
 namespace tower::layers {

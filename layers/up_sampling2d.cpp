@@ -1,7 +1,7 @@
 #include "layers/up_sampling2d.h"
 
 #include "api/backend/backend.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower::layers {
 

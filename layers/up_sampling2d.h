@@ -2,8 +2,8 @@
 // UpSampling2D (keras.layers.UpSampling2D): repeats each row `size.h` times and each column `size.w` times,
 // [batch, h, w, c] -> [batch, h * size.h, w * size.w, c] (channels_first: [batch, c, h, w]). Nearest-neighbour
 // interpolation only. No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

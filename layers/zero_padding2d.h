@@ -2,8 +2,8 @@
 // ZeroPadding2D (keras.layers.ZeroPadding2D): adds rows and columns of zeros around 4-D images,
 // [batch, h, w, c] -> [batch, top + h + bottom, left + w + right, c] (channels_first: [batch, c, h, w]).
 // No weights.
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::layers {
 

@@ -168,8 +168,6 @@ class Backend {
 
 // The backend for a device; throws std::invalid_argument if this build has none for it.
 Backend& get(Device device);
-// Copies bytes between any two devices (host <-> device, device <-> device).
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 
 // Threads used by CPU kernels: TOWER_NUM_THREADS or OMP_NUM_THREADS, else all cores.
 int num_threads();

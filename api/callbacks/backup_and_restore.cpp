@@ -68,7 +68,7 @@ void BackupAndRestore::save(int completed_epoch) {
   ModelImpl& m = *model();
   // Under a multi-worker strategy every worker restores from the backup, and only the chief writes it.
   if (!m.is_chief()) return;
-  const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  const optimizers::Optimizer& optimizer = *m.optimizer();
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
   for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
@@ -108,7 +108,7 @@ void BackupAndRestore::restore() {
     throw std::runtime_error(who + ": it holds no training state (not written by BackupAndRestore)" + hint);
 
   ModelImpl& m = *model();
-  optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  optimizers::Optimizer& optimizer = *m.optimizer();
   std::vector<Tensor> weights;
   std::vector<Tensor> slots;
   for (const io::NamedTensor& t : file.weights) {

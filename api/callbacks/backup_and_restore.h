@@ -24,7 +24,7 @@
 #include <string>
 #include <variant>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -8,7 +8,7 @@
 #include "api/callbacks/event_log.h"
 #include "api/callbacks/live_monitor.h"
 #include "api/losses/loss.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::callbacks {
 

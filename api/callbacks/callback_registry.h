@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 #include "api/io/config.h"
 
 namespace tower::callbacks {

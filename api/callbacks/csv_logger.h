@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

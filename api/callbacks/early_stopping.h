@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 #include "api/core/tensor.h"
 
 namespace tower::callbacks {

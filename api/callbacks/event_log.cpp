@@ -64,13 +64,13 @@ void EventLog::emit(const std::string& line) {
 
 std::int64_t EventLog::step() const {
   ModelImpl* m = model();
-  return m && m->compiled() && m->trainer().optimizer() ? m->trainer().optimizer()->iterations() : 0;
+  return m && m->compiled() && m->optimizer() ? m->optimizer()->iterations() : 0;
 }
 
 std::optional<double> EventLog::learning_rate() const {
   ModelImpl* m = model();
-  if (!m || !m->compiled() || !m->trainer().optimizer()) return std::nullopt;
-  return m->trainer().optimizer()->learning_rate();
+  if (!m || !m->compiled() || !m->optimizer()) return std::nullopt;
+  return m->optimizer()->learning_rate();
 }
 
 void EventLog::on_train_begin(const Logs&) {

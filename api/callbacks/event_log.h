@@ -25,7 +25,7 @@
 #include <optional>
 #include <string>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

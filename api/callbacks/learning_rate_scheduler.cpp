@@ -15,7 +15,7 @@ LearningRateScheduler::LearningRateScheduler(Schedule schedule, int verbose)
 }
 
 void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
-  optimizers::Optimizer& optimizer = *model()->trainer().optimizer();
+  optimizers::Optimizer& optimizer = *model()->optimizer();
   const double lr = schedule_(epoch, optimizer.learning_rate());
   if (!std::isfinite(lr))
     throw std::runtime_error("LearningRateScheduler: the schedule returned " + std::to_string(lr) + " for epoch " +

@@ -5,7 +5,7 @@
 // std::runtime_error when the schedule returns a rate that is not finite.
 #include <functional>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -74,8 +74,8 @@ std::string LiveMonitor::run() const {
 }
 
 std::optional<double> LiveMonitor::current_learning_rate() const {
-  if (!model() || !model()->compiled() || !model()->trainer().optimizer()) return std::nullopt;
-  return model()->trainer().optimizer()->learning_rate();
+  if (!model() || !model()->compiled() || !model()->optimizer()) return std::nullopt;
+  return model()->optimizer()->learning_rate();
 }
 
 void LiveMonitor::on_train_begin(const Logs&) {
@@ -83,8 +83,8 @@ void LiveMonitor::on_train_begin(const Logs&) {
     std::lock_guard lock(mutex_);
     if (run_.empty()) run_ = (model() ? model()->name() : std::string("run")) + "-" + std::to_string(::getpid());
   }
-  step_ = model() && model()->compiled() && model()->trainer().optimizer()
-              ? model()->trainer().optimizer()->iterations()
+  step_ = model() && model()->compiled() && model()->optimizer()
+              ? model()->optimizer()->iterations()
               : 0;
   epoch_ = 0;
   Config line = Config::map();

@@ -37,7 +37,7 @@
 #include <string>
 #include <thread>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

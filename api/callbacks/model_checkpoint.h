@@ -27,7 +27,7 @@
 #include <variant>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -50,7 +50,7 @@ void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
   }
   if (in_cooldown()) return;
   if (++wait_ < options_.patience) return;
-  optimizers::Optimizer& optimizer = *model()->trainer().optimizer();
+  optimizers::Optimizer& optimizer = *model()->optimizer();
   const double old_lr = optimizer.learning_rate();
   // Keras compares with min_lr in float32, so a rate already at min_lr (as stored) is left alone.
   if (old_lr > static_cast<float>(options_.min_lr)) {

@@ -5,13 +5,13 @@
 // schedule becomes a constant from then on.
 //
 // Unlike Keras, the epoch logs are not given a "learning_rate" entry: hooks receive const Logs. Read the
-// rate from model()->trainer().optimizer()->learning_rate() instead.
+// rate from model()->optimizer()->learning_rate() instead.
 //
 // A missing monitor key warns (once) on standard error and skips the epoch. Throws std::invalid_argument for
 // factor >= 1 or an unknown mode.
 #include <string>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

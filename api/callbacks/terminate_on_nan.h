@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

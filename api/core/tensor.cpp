@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "api/core/allocator.h"
-#include "api/backend/backend.h"
+#include "api/core/device_memory.h"
 
 namespace tower {
 
@@ -116,7 +116,7 @@ void Tensor::copy_from(const Tensor& src) {
   if (src.numel() != numel() || src.dtype() != dtype_)
     throw std::invalid_argument("copy_from: source " + src.shape().to_string() + " " + dtype_name(src.dtype()) +
                                 " does not match destination " + shape_.to_string() + " " + dtype_name(dtype_));
-  backend::copy_bytes(raw_data(), device(), src.raw_data(), src.device(), nbytes());
+  copy_bytes(raw_data(), device(), src.raw_data(), src.device(), nbytes());
 }
 
 Tensor Tensor::to(Device target) const {
@@ -128,10 +128,10 @@ Tensor Tensor::to(Device target) const {
 
 void Tensor::fill(float value) {
   if (dtype_ != DType::float32) throw std::logic_error("fill() on a " + dtype_name(dtype_) + " tensor");
-  backend::get(device()).fill(data<float>(), numel(), value);
+  fill_floats(data<float>(), device(), static_cast<std::size_t>(numel()), value);
 }
 
-void Tensor::zero() { backend::get(device()).fill_bytes(raw_data(), nbytes(), 0); }
+void Tensor::zero() { fill_bytes(raw_data(), device(), nbytes(), 0); }
 
 std::vector<float> Tensor::to_vector() const {
   const Tensor host = to(Device::cpu());

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "api/losses/losses.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::losses {
 

@@ -20,7 +20,7 @@
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::losses {
 

@@ -9,7 +9,7 @@
 #include "api/core/tensor.h"
 #include "api/io/config.h"
 #include "api/losses/loss.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::metrics {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower {
 
@@ -85,16 +85,16 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
     if (!seen.count(in.node())) found.push_back(in.node_ptr());  // an unused input still binds data
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
 
-  inputs_ = std::move(inputs);
-  outputs_ = std::move(outputs);
-  nodes_ = std::move(found);
+  graph_.inputs = std::move(inputs);
+  graph_.outputs = std::move(outputs);
+  graph_.nodes = std::move(found);
   std::vector<std::string> path;
   try {
     check_no_self_nesting(*this, *this, path);
   } catch (...) {
-    inputs_.clear();
-    outputs_.clear();
-    nodes_.clear();
+    graph_.inputs.clear();
+    graph_.outputs.clear();
+    graph_.nodes.clear();
     throw;
   }
 }
@@ -102,7 +102,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
 std::vector<LayerPtr> ModelImpl::layers() const {
   std::vector<LayerPtr> out;
   std::unordered_set<const Layer*> seen;
-  for (const auto& node : nodes_)
+  for (const auto& node : graph_.nodes)
     if (seen.insert(node->layer().get()).second) out.push_back(node->layer());
   return out;
 }
@@ -121,7 +121,7 @@ std::vector<Shape> ModelImpl::compute_output_shape(const std::vector<Shape>& inp
   check_num_inputs(input_shapes, num_inputs());
   Index batch = -1;
   for (std::size_t i = 0; i < input_shapes.size(); ++i) {
-    const Shape& want = inputs_[i].shape();
+    const Shape& want = graph_.inputs[i].shape();
     const Shape& got = input_shapes[i];
     bool ok = got.rank() == want.rank();
     for (int d = 1; ok && d < got.rank(); ++d) ok = want[d] < 0 || got[d] < 0 || want[d] == got[d];
@@ -131,7 +131,7 @@ std::vector<Shape> ModelImpl::compute_output_shape(const std::vector<Shape>& inp
     if (got.rank() > 0) batch = got[0];
   }
   std::vector<Shape> out;
-  for (const SymbolicTensor& t : outputs_) out.push_back(t.shape().with_batch(batch));
+  for (const SymbolicTensor& t : graph_.outputs) out.push_back(t.shape().with_batch(batch));
   return out;
 }
 
@@ -190,13 +190,13 @@ Config ModelImpl::get_config() const {
   c.set("name", name());
   std::unordered_map<const Node*, int> node_index;
   std::unordered_map<const Layer*, int> calls;
-  for (const auto& node : nodes_) node_index[node.get()] = calls[node->layer().get()]++;
+  for (const auto& node : graph_.nodes) node_index[node.get()] = calls[node->layer().get()]++;
   Config layers_cfg = Config::list();
   for (const LayerPtr& l : layers()) {
     Config entry = l->serialize();
     entry.set("name", l->name());
     Config inbound = Config::list();
-    for (const auto& node : nodes_) {
+    for (const auto& node : graph_.nodes) {
       if (node->layer() != l || node->inputs().empty()) continue;
       Config args = Config::list();
       for (const SymbolicTensor& in : node->inputs())
@@ -213,8 +213,8 @@ Config ModelImpl::get_config() const {
       l.push_back(Config::List{Config(t.layer().name()), Config(node_index.at(t.node())), Config(t.index())});
     return l;
   };
-  c.set("input_layers", refs(inputs_));
-  c.set("output_layers", refs(outputs_));
+  c.set("input_layers", refs(graph_.inputs));
+  c.set("output_layers", refs(graph_.outputs));
   return c;
 }
 
@@ -268,7 +268,7 @@ void ModelImpl::summary(std::ostream& os, int) const {
   require_graph("summary()");
   const bool sequential = type() == "Sequential";
   std::unordered_map<const Layer*, std::vector<const Node*>> layer_nodes;
-  for (const auto& node : nodes_) layer_nodes[node->layer().get()].push_back(node.get());
+  for (const auto& node : graph_.nodes) layer_nodes[node->layer().get()].push_back(node.get());
 
   std::vector<std::vector<std::string>> rows;
   for (const LayerPtr& l : layers()) {
@@ -421,5 +421,120 @@ std::string Model::summary_string() const {
 
 Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
     : Model(std::make_shared<SequentialImpl>(std::move(layers), std::move(name))) {}
+
+// ---- training: the loop is training/training_loop.cpp ---------------------------------------------------
+
+void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+                        std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+  require_graph("compile()");
+  if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
+    distribution_ = std::move(d);
+    replicas_.reset();
+    replicas_made_ = false;
+  }
+  training_loop_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+}
+
+std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictOptions& options) {
+  require_graph("predict()");
+  return training_loop_->predict(data, options);
+}
+
+detail::Replicas* ModelImpl::replicas() {
+  if (!replicas_made_ && distribution_) {
+    require_graph("running the model");
+    replicas_ = distribution_->replicate(*this);
+    replicas_made_ = true;
+  }
+  return replicas_.get();
+}
+
+Plan& ModelImpl::plan_for(Index batch_size, bool training) {
+  require_graph("running the model");
+  auto& slot = plans_[{batch_size, training}];
+  if (slot && training) {
+    // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale.
+    const std::vector<VariablePtr> now = trainable_weights();
+    if (now != slot->trainable_weights()) slot.reset();
+  }
+  if (!slot) {
+    PlanOptions o;
+    o.batch_size = batch_size;
+    o.training = training;
+    o.backward = training;
+    slot = std::make_unique<Plan>(*this, o);
+  }
+  return *slot;
+}
+
+void Model::compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics) {
+  impl_->compile(std::move(optimizer), {std::move(loss)}, {std::move(metrics)}, {});
+}
+
+void Model::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+                    std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+  impl_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+}
+
+callbacks::History Model::fit(const data::Dataset& data, int epochs) {
+  FitOptions o;
+  o.epochs = epochs;
+  return fit(data, o);
+}
+
+callbacks::History Model::fit(const data::Dataset& data, FitOptions options) {
+  return impl_->training_loop().fit(data, options);
+}
+
+callbacks::History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
+  if (x.rank() == 0 || y.rank() == 0 || x.dim(0) != y.dim(0))
+    throw std::invalid_argument("Model '" + name() + "': fit() got x of shape " + x.shape().to_string() +
+                                " and y of shape " + y.shape().to_string() + ": they need the same number of examples");
+  if (options.validation_split < 0 || options.validation_split >= 1)
+    throw std::invalid_argument("Model '" + name() + "': validation_split must be in [0, 1), got " +
+                                std::to_string(options.validation_split));
+  Tensor xt = x, yt = y;
+  if (options.validation_split > 0) {
+    const Index n = x.dim(0);
+    const Index split = n - static_cast<Index>(static_cast<double>(n) * options.validation_split);
+    xt = x.slice(0, split);
+    yt = y.slice(0, split);
+    options.validation_data =
+        data::Dataset::from_tensor_slices({x.slice(split, n), y.slice(split, n)}).batch(options.batch_size);
+  }
+  data::Dataset ds = data::Dataset::from_tensor_slices({xt, yt});
+  if (options.shuffle) ds = ds.shuffle(xt.dim(0));
+  return impl_->training_loop().fit(ds.batch(options.batch_size), options);
+}
+
+callbacks::Logs Model::evaluate(const data::Dataset& data, EvaluateOptions options) {
+  return impl_->training_loop().evaluate(data, options);
+}
+
+callbacks::Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) {
+  return evaluate(data::Dataset::from_tensor_slices({x, y}).batch(options.batch_size), options);
+}
+
+Tensor Model::predict(const Tensor& x, PredictOptions options) {
+  if (impl_->outputs().size() != 1)
+    throw std::invalid_argument("Model '" + name() + "' has several outputs: use predict(Dataset)");
+  return impl_->predict(data::Dataset::from_tensor_slices({x}).batch(options.batch_size), options)[0];
+}
+
+std::vector<Tensor> Model::predict(const data::Dataset& data, PredictOptions options) {
+  return impl_->predict(data, options);
+}
+
+callbacks::Logs Model::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+  data::Element batch{x, y};
+  if (sample_weight.defined()) batch.push_back(sample_weight);
+  return impl_->training_loop().train_on_batch(batch);
+}
+
+callbacks::Logs Model::test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+  data::Element batch{x, y};
+  if (sample_weight.defined()) batch.push_back(sample_weight);
+  return impl_->training_loop().test_on_batch(batch);
+}
 
 }  // namespace tower

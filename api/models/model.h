@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/history.h"
+#include "api/training/history.h"
 #include "api/data/dataset.h"
-#include "api/graph/plan.h"
+#include "api/engine/plan.h"
 #include "api/io/weights_file.h"
-#include "api/models/input_layer.h"
+#include "api/engine/input_layer.h"
 #include "api/models/distribution.h"
-#include "api/models/layer.h"
-#include "api/models/trainer.h"
+#include "api/engine/layer.h"
+#include "api/training/training_loop.h"
 
 namespace tower {
 
@@ -25,17 +25,19 @@ class ModelImpl : public Layer {
   // naming the missing input), inputs must be Input() tensors, and no model may contain itself.
   ModelImpl(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs, std::string name);
 
-  const std::vector<SymbolicTensor>& inputs() const { return inputs_; }
-  const std::vector<SymbolicTensor>& outputs() const { return outputs_; }
+  const std::vector<SymbolicTensor>& inputs() const { return graph_.inputs; }
+  const std::vector<SymbolicTensor>& outputs() const { return graph_.outputs; }
   // Every node from the inputs to the outputs, in topological order (input nodes included).
-  const std::vector<std::shared_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::shared_ptr<Node>>& nodes() const { return graph_.nodes; }
+  // A model is a layer with a graph: the plan inlines a nested model's graph.
+  const Graph* graph() const override { return has_graph() ? &graph_ : nullptr; }
   // Distinct layers in graph order; Keras lists a functional model's InputLayers, not a Sequential's.
   virtual std::vector<LayerPtr> layers() const;
   // Throws std::invalid_argument listing the layer names when there is none of that name.
   LayerPtr get_layer(const std::string& name) const;
 
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
-  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  int num_inputs() const override { return static_cast<int>(graph_.inputs.size()); }
   // A nested model never runs as one step: the plan inlines its graph.
   void forward(const ForwardContext& ctx) override;
   void backward(const BackwardContext& ctx) override;
@@ -49,12 +51,14 @@ class ModelImpl : public Layer {
   // Keras' summary table.
   void summary(std::ostream& os, int line_length = 0) const;
 
-  // ---- training (see trainer.h) ----
+  // ---- training (see training/training_loop.h) ----
   void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
-  bool compiled() const { return trainer_ != nullptr; }
-  // Throws std::logic_error("... call compile() first") when not compiled.
-  detail::Trainer& trainer() const;
+  bool compiled() const { return training_loop_->compiled(); }
+  // The model's fit / evaluate / predict loop; fit and evaluate throw std::logic_error before compile().
+  detail::TrainingLoop& training_loop() const { return *training_loop_; }
+  // The optimizer given to compile(); null before (Keras' model.optimizer).
+  const optimizers::OptimizerPtr& optimizer() const { return training_loop_->optimizer(); }
   // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit() after the current batch.
   bool stop_training = false;
   // Set by a callback in on_train_begin (BackupAndRestore) to resume fit() at this epoch; -1: no resume.
@@ -97,13 +101,12 @@ class ModelImpl : public Layer {
   // For subclasses that make their graph later (Sequential).
   ModelImpl(std::string type, std::string name);
   void set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs);
-  bool has_graph() const { return !outputs_.empty(); }
+  bool has_graph() const { return !graph_.outputs.empty(); }
   void require_graph(const char* what) const;
 
  private:
-  std::vector<SymbolicTensor> inputs_, outputs_;
-  std::vector<std::shared_ptr<Node>> nodes_;
-  std::unique_ptr<detail::Trainer> trainer_;
+  Graph graph_;
+  std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
   detail::DistributionPtr distribution_ = detail::current_distribution();
   std::unique_ptr<detail::Replicas> replicas_;  // after plans_ and the graph: destroyed first
@@ -175,7 +178,8 @@ class Model {
   std::vector<Tensor> predict(const data::Dataset& data, PredictOptions options = {});
   callbacks::Logs train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
   callbacks::Logs test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
-  optimizers::OptimizerPtr optimizer() const { return impl_->trainer().optimizer(); }
+  // The optimizer given to compile(); null before.
+  optimizers::OptimizerPtr optimizer() const { return impl_->optimizer(); }
 
   // ---- weights and files ----
   std::vector<Tensor> get_weights() const { return impl_->get_weights(); }

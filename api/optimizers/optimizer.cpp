@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "api/backend/backend.h"
+#include "api/core/device_memory.h"
 #include "api/backend/cpu/loops.h"
 #include "api/optimizers/optimizers.h"
 
@@ -179,7 +180,7 @@ double Optimizer::squared_norm(std::size_t index, const Tensor& gradient) {
   be.mul(gradient.data<float>(), gradient.data<float>(), squares.data<float>(), gradient.numel());
   be.sum(squares.data<float>(), norm_scratch_[index].data<float>(), gradient.numel());
   float host = 0.f;
-  backend::copy_bytes(&host, Device::cpu(), norm_scratch_[index].raw_data(), device, sizeof(float));
+  copy_bytes(&host, Device::cpu(), norm_scratch_[index].raw_data(), device, sizeof(float));
   return static_cast<double>(host);
 }
 

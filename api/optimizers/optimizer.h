@@ -33,7 +33,7 @@
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 #include "api/optimizers/schedules.h"
 
 namespace tower::optimizers {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "api/io/config.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::optimizers::schedules {
 
@@ -146,7 +146,7 @@ void from_value(const Config& c, LearningRate& v);
 
 }  // namespace tower::optimizers::schedules
 
-// Options-struct <-> Config for schedules and optimizers: the layer glue (api/models/layer_options.h) plus the
+// Options-struct <-> Config for schedules and optimizers: the layer glue (api/engine/layer_options.h) plus the
 // field types only these use (integer and float lists, LearningRate).
 namespace tower::optimizers::detail {
 

@@ -5,8 +5,9 @@
 #include <stdexcept>
 
 #include "api/backend/backend.h"
+#include "api/core/device_memory.h"
 #include "api/core/random.h"
-#include "api/graph/plan.h"
+#include "api/engine/plan.h"
 #include "api/models/model.h"
 
 namespace tower::distribute::detail {
@@ -168,7 +169,7 @@ void MirroredReplicas::gather(Index n, std::span<const Tensor> parts, Tensor& gl
       throw std::logic_error(who_ + "gather(): replica " + std::to_string(r) + "'s part has " +
                              std::to_string(part.defined() ? part.nbytes() : 0) + " bytes, expected " +
                              std::to_string(bytes));
-    backend::copy_bytes(out + static_cast<std::size_t>(begin) * row, global.device(), part.raw_data(), part.device(),
+    copy_bytes(out + static_cast<std::size_t>(begin) * row, global.device(), part.raw_data(), part.device(),
                         bytes);
   }
   if (!workers_) return;

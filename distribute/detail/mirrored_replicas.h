@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "api/models/distribution.h"
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 #include "distribute/cross_device_ops.h"
 #include "distribute/detail/communicator.h"
 #include "distribute/detail/replica_group.h"

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "api/models/replica_context.h"
+#include "api/engine/replica_context.h"
 #include "distribute/detail/barrier.h"
 #include "distribute/detail/communicator.h"
 

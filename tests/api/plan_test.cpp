@@ -1,4 +1,4 @@
-#include "api/graph/plan.h"
+#include "api/engine/plan.h"
 
 #include "api/core/allocator.h"
 #include "testing/layer_test.h"

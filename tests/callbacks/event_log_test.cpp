@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "api/callbacks/history.h"
+#include "api/training/history.h"
 #include "api/callbacks/lambda_callback.h"
 #include "api/io/config.h"
 #include "api/losses/mean_squared_error.h"

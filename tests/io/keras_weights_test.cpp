@@ -2,7 +2,7 @@
 // Keras (tests/reference/make_keras_weights_fixtures.py) for a small convnet and a model nesting another, which
 // convnet() and nested() below rebuild in Tower with the same layer names. Tower loads each file and must
 // reproduce Keras' outputs stored beside them.
-#include "api/io/keras_weights.h"
+#include "api/models/keras_weights.h"
 
 #include <unistd.h>
 

@@ -123,7 +123,7 @@ TEST(Training, MultiOutputLossesAreWeightedAndLogged) {
                 {1.0, 0.5});
   auto [x, y] = blobs(8, 4);
   Tensor t = random_tensor({8, 1}, 5);
-  const callbacks::Logs logs = model->trainer().test_on_batch({x, y, t});
+  const callbacks::Logs logs = model->training_loop().test_on_batch({x, y, t});
   EXPECT_NEAR(*logs.get("loss"), *logs.get("cls_loss") + 0.5 * *logs.get("reg_loss"), 1e-5);
 }
 

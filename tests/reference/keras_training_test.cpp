@@ -15,7 +15,7 @@
 //
 //   losses   |tower - keras| <= 1e-4 |keras| at every step (the bound). Both are the loss of the
 //            step's forward pass, made with the weights before the update, plus the L2 penalty of those
-//            weights (Keras 3's train_on_batch; Tower's Trainer::step computes the same).
+//            weights (Keras 3's train_on_batch; Tower's TrainingLoop::step computes the same).
 //   weights  after step 1 and after step 20, every weight including the BatchNormalization moving statistics:
 //            |tower - keras| <= 1e-5 + 1e-3 |keras|. Both sides are float32 but reduce in different orders
 //            (TensorFlow's oneDNN/Eigen kernels, Tower's own), so step-1 gradients agree to <= 4e-7 absolute
@@ -425,7 +425,7 @@ TEST_P(KerasTraining, FirstStepGradients) {
     if (::testing::Test::HasFailure()) return;
     model.compile(build_optimizer(config), losses::SparseCategoricalCrossentropy());
 
-    // What Trainer::step does for one training batch, without the optimizer step.
+    // What TrainingLoop::step does for one training batch, without the optimizer step.
     Plan& plan = model->plan_for(kBatch, true);
     plan.set_input(0, f.batches[0].x);
     plan.forward();

@@ -8,7 +8,7 @@
 #include "api/callbacks/callback_registry.h"
 #include "api/losses/loss.h"
 #include "api/metrics/metric.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 #include "api/optimizers/optimizer.h"
 #include "api/optimizers/schedules.h"
 #include "tools/experiment/applications.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "api/core/random.h"
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 #include "tests/tools/tools_testing.h"
 #include "tools/experiment/callbacks_builder.h"
 #include "tools/experiment/compile_builder.h"

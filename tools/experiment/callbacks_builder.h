@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 #include "tools/experiment/experiment.h"
 
 namespace tower::experiment {

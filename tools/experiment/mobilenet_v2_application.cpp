@@ -2,7 +2,7 @@
 // arguments. input_shape defaults to the data's example shape; null for weights, pooling or
 // classifier_activation means Keras' None (random initialisation, no pooling, a linear classifier).
 #include "applications/mobilenet_v2.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "tools/experiment/applications.h"
 
 namespace tower::experiment {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 
-#include "api/models/input_layer.h"
-#include "api/models/layer_options.h"
-#include "api/models/registry.h"
+#include "api/engine/input_layer.h"
+#include "api/engine/layer_options.h"
+#include "api/engine/layer_registry.h"
 #include "tools/experiment/applications.h"
 #include "tools/experiment/keras_form.h"
 

@@ -20,7 +20,7 @@
 
 #include "api/core/random.h"
 #include "api/core/tensor.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 #include "tools/experiment/located_config.h"
 
 namespace tower::experiment {

@@ -108,7 +108,7 @@ void RunCheckpoint::on_epoch_end(int epoch, const callbacks::Logs&) {
 
 bool RunCheckpoint::save() {
   ModelImpl& m = *model();
-  const optimizers::Optimizer& optimizer = *m.trainer().optimizer();
+  const optimizers::Optimizer& optimizer = *m.optimizer();
   RunState s;
   s.epoch = epoch_;
   s.epoch_batches = epoch_batches_;
@@ -163,7 +163,7 @@ RunState restore_run_state(const std::string& path, ModelImpl& model) {
     else
       throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
   }
-  optimizers::Optimizer& optimizer = *model.trainer().optimizer();
+  optimizers::Optimizer& optimizer = *model.optimizer();
   optimizer.build(model.trainable_weights());
   const std::vector<VariablePtr>& opt_vars = optimizer.variables();
   if (opt_vars.size() != slots.size())

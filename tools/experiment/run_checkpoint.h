@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 #include "api/io/config.h"
 #include "api/models/model.h"
 #include "tools/experiment/run_directory.h"

@@ -11,7 +11,7 @@
 
 #include "api/callbacks/csv_logger.h"
 #include "api/callbacks/event_log.h"
-#include "api/callbacks/progbar_logger.h"
+#include "api/training/progbar_logger.h"
 #include "api/core/random.h"
 #include "api/data/idx.h"
 #include "api/data/image.h"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 #include "api/models/model.h"
 #include "tools/experiment/experiment.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 namespace tower::cli {
 

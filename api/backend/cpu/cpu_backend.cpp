@@ -414,15 +414,6 @@ Backend& get(Device device) {
                               ": this build of Tower has no CUDA backend");
 }
 
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
-  if (dst_device.is_cpu() && src_device.is_cpu()) {
-    if (bytes) std::memmove(dst, src, bytes);
-    return;
-  }
-  throw std::invalid_argument("copy from " + src_device.to_string() + " to " + dst_device.to_string() +
-                              ": this build of Tower has no CUDA backend");
-}
-
 namespace {
 int initial_threads() {
   for (const char* var : {"TOWER_NUM_THREADS", "OMP_NUM_THREADS"})

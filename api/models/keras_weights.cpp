@@ -1,4 +1,4 @@
-#include "api/io/keras_weights.h"
+#include "api/models/keras_weights.h"
 
 #include <map>
 #include <stdexcept>

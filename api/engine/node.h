@@ -63,4 +63,11 @@ class Node {
   std::uint64_t id_;
 };
 
+// A functional graph: its input and output tensors, and every node from the inputs to the outputs in
+// topological order (the inputs' nodes included). A model is a layer that has one (Layer::graph()).
+struct Graph {
+  std::vector<SymbolicTensor> inputs, outputs;
+  std::vector<std::shared_ptr<Node>> nodes;
+};
+
 }  // namespace tower

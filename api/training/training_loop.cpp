@@ -1,13 +1,14 @@
-#include "api/models/trainer.h"
+#include "api/training/training_loop.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
-#include "api/callbacks/progbar_logger.h"
 #include "api/models/model.h"
+#include "api/training/progbar_logger.h"
 
 namespace tower::detail {
 
@@ -59,47 +60,60 @@ void stage_float32(const Tensor& src, Tensor& dst) {
 
 }  // namespace
 
-Trainer::Trainer(ModelImpl& model, optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                 std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights)
-    : model_(model), optimizer_(std::move(optimizer)), losses_(std::move(losses)), metrics_(std::move(metrics)),
-      loss_weights_(std::move(loss_weights)) {
+TrainingLoop::TrainingLoop(ModelImpl& model) : model_(model) {}
+
+void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+                           std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
   const std::size_t outputs = model_.outputs().size();
   const std::string who = "Model '" + model_.name() + "': compile(): ";
-  if (!optimizer_) throw std::invalid_argument(who + "no optimizer");
-  if (losses_.size() == 1 && outputs > 1) losses_.assign(outputs, losses_[0]);
-  if (losses_.size() != outputs)
-    throw std::invalid_argument(who + std::to_string(losses_.size()) + " losses for " + std::to_string(outputs) +
+  if (!optimizer) throw std::invalid_argument(who + "no optimizer");
+  if (losses.size() == 1 && outputs > 1) losses.assign(outputs, losses[0]);
+  if (losses.size() != outputs)
+    throw std::invalid_argument(who + std::to_string(losses.size()) + " losses for " + std::to_string(outputs) +
                                 " outputs");
-  for (const auto& l : losses_)
+  for (const auto& l : losses)
     if (!l) throw std::invalid_argument(who + "a loss is null");
-  if (metrics_.empty()) metrics_.resize(outputs);
-  if (metrics_.size() == 1 && outputs > 1) {
+  if (metrics.empty()) metrics.resize(outputs);
+  if (metrics.size() == 1 && outputs > 1) {
     // The same metrics on every output, each output with its own instances.
     for (std::size_t o = 1; o < outputs; ++o) {
       std::vector<metrics::MetricPtr> copy;
-      for (const auto& m : metrics_[0]) copy.push_back(m->clone());
-      metrics_.push_back(copy);
+      for (const auto& m : metrics[0]) copy.push_back(m->clone());
+      metrics.push_back(copy);
     }
   }
-  if (metrics_.size() != outputs)
-    throw std::invalid_argument(who + "metrics for " + std::to_string(metrics_.size()) + " outputs, the model has " +
+  if (metrics.size() != outputs)
+    throw std::invalid_argument(who + "metrics for " + std::to_string(metrics.size()) + " outputs, the model has " +
                                 std::to_string(outputs));
-  if (loss_weights_.empty()) loss_weights_.assign(outputs, 1.0);
-  if (loss_weights_.size() != outputs)
-    throw std::invalid_argument(who + std::to_string(loss_weights_.size()) + " loss weights for " +
+  if (loss_weights.empty()) loss_weights.assign(outputs, 1.0);
+  if (loss_weights.size() != outputs)
+    throw std::invalid_argument(who + std::to_string(loss_weights.size()) + " loss weights for " +
                                 std::to_string(outputs) + " outputs");
+  optimizer_ = std::move(optimizer);
+  losses_ = std::move(losses);
+  metrics_ = std::move(metrics);
+  loss_weights_ = std::move(loss_weights);
+  output_names_.clear();
   for (const SymbolicTensor& t : model_.outputs()) output_names_.push_back(t.layer().name());
   output_loss_sum_.assign(outputs, 0.0);
+  buffers_.clear();
+  replica_buffers_.clear();
+  gathered_.clear();
 }
 
-void Trainer::reset_metrics() {
+void TrainingLoop::require_compiled(const char* what) const {
+  if (!compiled())
+    throw std::logic_error("Model '" + model_.name() + "': " + what + " needs a compiled model: call compile() first");
+}
+
+void TrainingLoop::reset_metrics() {
   loss_sum_ = loss_count_ = 0;
   std::fill(output_loss_sum_.begin(), output_loss_sum_.end(), 0.0);
   for (auto& ms : metrics_)
     for (auto& m : ms) m->reset_state();
 }
 
-Logs Trainer::logs() const {
+Logs TrainingLoop::logs() const {
   Logs logs;
   logs.set("loss", loss_count_ > 0 ? loss_sum_ / loss_count_ : 0.0);
   const bool several = metrics_.size() > 1;
@@ -111,37 +125,46 @@ Logs Trainer::logs() const {
   return logs;
 }
 
-void Trainer::check_batch(const data::Element& batch) const {
+void TrainingLoop::check_batch(const data::Element& batch, Mode mode) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
-  if (batch.size() != ni + no && batch.size() != ni + no + 1)
+  if (mode == Mode::predict ? batch.size() < ni : batch.size() != ni + no && batch.size() != ni + no + 1) {
+    const std::string expected = mode == Mode::predict ? std::to_string(ni) + " input(s)"
+                                                       : std::to_string(ni) + " input(s), " + std::to_string(no) +
+                                                             " target(s) and optionally sample weights";
     throw std::invalid_argument("Model '" + model_.name() + "': a batch has " + std::to_string(batch.size()) +
-                                " components; expected " + std::to_string(ni) + " input(s), " + std::to_string(no) +
-                                " target(s) and optionally sample weights");
+                                " components; expected " + expected);
+  }
+  const std::size_t checked = mode == Mode::predict ? ni : batch.size();
   const Index n = batch[0].rank() > 0 ? batch[0].dim(0) : -1;
-  for (std::size_t i = 0; i < batch.size(); ++i)
+  for (std::size_t i = 0; i < checked; ++i)
     if (batch[i].rank() == 0 || batch[i].dim(0) != n)
       throw std::invalid_argument("Model '" + model_.name() + "': batch component " + std::to_string(i) +
                                   " has shape " + batch[i].shape().to_string() + ", expected " + std::to_string(n) +
                                   " examples like component 0");
+  if (mode == Mode::predict || batch.size() == ni + no) return;
+  const Tensor& sample_weight = batch[ni + no];
+  if (sample_weight.numel() != n || sample_weight.dtype() != DType::float32)
+    throw std::invalid_argument("Model '" + model_.name() + "': sample weights of shape " +
+                                sample_weight.shape().to_string() + " for a batch of " + std::to_string(n));
 }
 
-Trainer::LossBuffers& Trainer::loss_buffers(BufferCache& cache, Plan& plan) {
+TrainingLoop::StepBuffers& TrainingLoop::step_buffers(BufferCache& cache, Plan& plan, Mode mode) {
   auto& slot = cache[plan.batch_size()];
-  if (!slot) {
-    slot = std::make_unique<LossBuffers>();
+  if (!slot) slot = std::make_unique<StepBuffers>();
+  if (mode != Mode::predict && slot->per_example.size() != losses_.size()) {
     for (std::size_t o = 0; o < losses_.size(); ++o) {
       const Shape pe = losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
       slot->per_example.emplace_back(pe);
       slot->scale.emplace_back(pe);
       slot->weights.emplace_back(static_cast<std::size_t>(plan.batch_size()), 1.0);
     }
-    slot->staged_inputs.resize(model_.inputs().size());
   }
+  slot->staged_inputs.resize(model_.inputs().size());
   return *slot;
 }
 
-void Trainer::example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
-                              std::vector<double>& w) const {
+void TrainingLoop::example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
+                                   std::vector<double>& w) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const Tensor& y_true = batch[ni + o];
   const float* sw = batch.size() > ni + no ? batch[ni + no].data<float>() : nullptr;
@@ -156,10 +179,11 @@ void Trainer::example_weights(const data::Element& batch, std::size_t o, Index b
   }
 }
 
-void Trainer::replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, bool training) {
+void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode) {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
+  const bool training = mode == Mode::train;
   Plan& plan = *slot.plan;
-  LossBuffers& lb = *slot.buffers;
+  StepBuffers& sb = *slot.buffers;
   const bool whole = slot.begin == 0 && slot.end == n;
   const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(slot.begin, slot.end); };
   for (std::size_t i = 0; i < ni; ++i) {
@@ -167,40 +191,41 @@ void Trainer::replica_step(ReplicaSlot& slot, const data::Element& batch, Index 
     if (x.dtype() == DType::float32 && x.device() == plan.options().device) {
       plan.set_input(static_cast<int>(i), x);
     } else {
-      stage_float32(x, lb.staged_inputs[i]);
-      plan.set_input(static_cast<int>(i), lb.staged_inputs[i]);
+      stage_float32(x, sb.staged_inputs[i]);
+      plan.set_input(static_cast<int>(i), sb.staged_inputs[i]);
     }
   }
   plan.forward();
+  if (mode == Mode::predict) return;
   for (std::size_t o = 0; o < no; ++o) {
     const Tensor y_true = rows(batch[ni + o]);
     const Tensor& y_pred = plan.output(static_cast<int>(o));
     losses::Loss& loss = *losses_[o];
     loss.check_shapes(y_true.shape(), y_pred.shape());
-    Tensor& per_example = lb.per_example[o];
+    Tensor& per_example = sb.per_example[o];
     loss.forward(y_true, y_pred, per_example);
     if (!training) continue;
-    std::vector<double>& w = lb.weights[o];
+    std::vector<double>& w = sb.weights[o];
     example_weights(batch, o, slot.begin, slot.end, w);
     // sum_over_batch_size over the global batch: the replicas' parts of the gradient add up to the gradient of
     // the whole batch's loss.
     const Index values = per_example.numel(), per = values / (slot.end - slot.begin);
     const double k = loss_weights_[o] / static_cast<double>(n * per);
-    float* scale = lb.scale[o].data<float>();
+    float* scale = sb.scale[o].data<float>();
     for (Index i = 0; i < values; ++i) scale[i] = static_cast<float>(k * w[static_cast<std::size_t>(i / per)]);
     const bool fuse = loss.can_fuse_softmax() && plan.output_is_fusable_softmax(static_cast<int>(o));
     plan.set_output_grad_is_logits(static_cast<int>(o), fuse);
     if (fuse)
-      loss.backward_through_softmax(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
+      loss.backward_through_softmax(y_true, y_pred, sb.scale[o], plan.output_grad(static_cast<int>(o)));
     else
-      loss.backward(y_true, y_pred, lb.scale[o], plan.output_grad(static_cast<int>(o)));
+      loss.backward(y_true, y_pred, sb.scale[o], plan.output_grad(static_cast<int>(o)));
   }
   if (training) plan.backward();
 }
 
-Trainer::Gathered& Trainer::distributed_step(detail::Replicas& replicas, const data::Element& batch,
-                                             bool training) {
+TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const data::Element& batch, Mode mode) {
   const Index n = batch[0].dim(0);
+  const bool training = mode == Mode::train;
   const int local = replicas.num_local();
   const auto locals = static_cast<std::size_t>(local);
   if (replica_buffers_.size() != locals) replica_buffers_.resize(locals);
@@ -210,23 +235,25 @@ Trainer::Gathered& Trainer::distributed_step(detail::Replicas& replicas, const d
     ReplicaSlot& slot = slots_[static_cast<std::size_t>(r)];
     std::tie(slot.begin, slot.end) = replicas.slice(n, r);
     slot.plan = slot.end > slot.begin ? &replicas.plan(r, slot.end - slot.begin, training) : nullptr;
-    slot.buffers = slot.plan ? &loss_buffers(replica_buffers_[static_cast<std::size_t>(r)], *slot.plan) : nullptr;
+    slot.buffers =
+        slot.plan ? &step_buffers(replica_buffers_[static_cast<std::size_t>(r)], *slot.plan, mode) : nullptr;
   }
-  auto work = [&](int r) { replica_step(slots_[static_cast<std::size_t>(r)], batch, n, training); };
-  replicas.run(n, detail::ReplicaWork(work), training);
+  auto work = [&](int r) { replica_step(slots_[static_cast<std::size_t>(r)], batch, n, mode); };
+  replicas.run(n, ReplicaWork(work), training);
 
   Gathered& g = gathered_[n];
-  const std::size_t no = losses_.size();
-  if (g.per_example.empty())
-    for (std::size_t o = 0; o < no; ++o) {
-      const Shape y_pred = model_.outputs()[o].shape().with_batch(n);
-      g.per_example.emplace_back(losses_[o]->per_example_shape(y_pred));
-      g.y_pred.emplace_back(y_pred);
-    }
+  const std::size_t no = model_.outputs().size();
+  if (g.y_pred.empty())
+    for (std::size_t o = 0; o < no; ++o) g.y_pred.emplace_back(model_.outputs()[o].shape().with_batch(n));
+  if (mode != Mode::predict && g.per_example.size() != losses_.size())
+    for (std::size_t o = 0; o < no; ++o) g.per_example.emplace_back(losses_[o]->per_example_shape(g.y_pred[o].shape()));
   for (std::size_t o = 0; o < no; ++o) {
-    for (std::size_t r = 0; r < locals; ++r) parts_[r] = slots_[r].buffers ? slots_[r].buffers->per_example[o] : Tensor();
-    replicas.gather(n, parts_, g.per_example[o]);
-    if (metrics_[o].empty()) continue;
+    if (mode != Mode::predict) {
+      for (std::size_t r = 0; r < locals; ++r)
+        parts_[r] = slots_[r].buffers ? slots_[r].buffers->per_example[o] : Tensor();
+      replicas.gather(n, parts_, g.per_example[o]);
+      if (metrics_[o].empty()) continue;
+    }
     for (std::size_t r = 0; r < locals; ++r)
       parts_[r] = slots_[r].plan ? slots_[r].plan->output(static_cast<int>(o)) : Tensor();
     replicas.gather(n, parts_, g.y_pred[o]);
@@ -234,50 +261,53 @@ Trainer::Gathered& Trainer::distributed_step(detail::Replicas& replicas, const d
   return g;
 }
 
-double Trainer::step(const data::Element& batch, bool training) {
-  check_batch(batch);
+void TrainingLoop::step(const data::Element& batch, Mode mode) {
+  check_batch(batch, mode);
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const Index n = batch[0].dim(0);
-  const Tensor sample_weight = batch.size() > ni + no ? batch[ni + no] : Tensor();
-  if (sample_weight.defined() && (sample_weight.numel() != n || sample_weight.dtype() != DType::float32))
-    throw std::invalid_argument("Model '" + model_.name() + "': sample weights of shape " +
-                                sample_weight.shape().to_string() + " for a batch of " + std::to_string(n));
+  const bool training = mode == Mode::train;
 
   // Per output: every example's loss values and the predictions, from the model's own plan or gathered from
   // the strategy's replicas.
-  detail::Replicas* replicas = model_.replicas();
+  Replicas* replicas = model_.replicas();
   Plan* plan = nullptr;
-  LossBuffers* single = nullptr;
-  Gathered* gathered = nullptr;
+  const std::vector<Tensor>* per_example = nullptr;
+  std::function<const Tensor&(std::size_t)> y_pred;
   if (replicas) {
-    gathered = &distributed_step(*replicas, batch, training);
+    Gathered& g = distributed_step(*replicas, batch, mode);
+    per_example = &g.per_example;
+    y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
   } else {
     plan = &model_.plan_for(n, training);
-    single = &loss_buffers(buffers_, *plan);
-    ReplicaSlot slot{0, n, plan, single};
-    replica_step(slot, batch, n, training);
+    StepBuffers& single = step_buffers(buffers_, *plan, mode);
+    ReplicaSlot slot{0, n, plan, &single};
+    replica_step(slot, batch, n, mode);
+    per_example = &single.per_example;
+    y_pred = [plan](std::size_t o) -> const Tensor& { return plan->output(static_cast<int>(o)); };
+  }
+  if (mode == Mode::predict) {
+    predictions_.resize(no);
+    for (std::size_t o = 0; o < no; ++o) predictions_[o].push_back(y_pred(o).clone());
+    return;
   }
 
+  const Tensor sample_weight = batch.size() > ni + no ? batch[ni + no] : Tensor();
   double total = 0;
   for (std::size_t o = 0; o < no; ++o) {
-    const Tensor& y_true = batch[ni + o];
-    const Tensor& per_example = gathered ? gathered->per_example[o] : single->per_example[o];
+    const Tensor& pe = (*per_example)[o];
     example_weights(batch, o, 0, n, weights_);
-    const Index values = per_example.numel(), per = values / n;
-    const float* pe = per_example.data<float>();
+    const Index values = pe.numel(), per = values / n;
+    const float* p = pe.data<float>();
     double sum = 0;
-    for (Index i = 0; i < values; ++i) sum += weights_[static_cast<std::size_t>(i / per)] * pe[i];
+    for (Index i = 0; i < values; ++i) sum += weights_[static_cast<std::size_t>(i / per)] * p[i];
     // sum_over_batch_size: divide by the number of per-example values.
     const double value = sum / static_cast<double>(values);
     output_loss_sum_[o] += value * static_cast<double>(n);
     total += loss_weights_[o] * value;
-    if (metrics_[o].empty()) continue;
-    const Tensor& y_pred = gathered ? gathered->y_pred[o] : plan->output(static_cast<int>(o));
-    for (const auto& m : metrics_[o]) m->update_state(y_true, y_pred, sample_weight);
+    for (const auto& m : metrics_[o]) m->update_state(batch[ni + o], y_pred(o), sample_weight);
   }
 
-  const std::vector<VariablePtr>& trainable =
-      training && plan ? plan->trainable_weights() : model_.trainable_weights();
+  const std::vector<VariablePtr>& trainable = training && plan ? plan->trainable_weights() : model_.trainable_weights();
   for (const VariablePtr& v : trainable) total += v->regularizer.penalty(v->value);
   if (training) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
@@ -291,23 +321,60 @@ double Trainer::step(const data::Element& batch, bool training) {
   }
   loss_sum_ += total * static_cast<double>(n);
   loss_count_ += static_cast<double>(n);
-  return total;
 }
 
-Logs Trainer::train_on_batch(const data::Element& batch) {
+std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
+                                     std::optional<std::int64_t> steps, bool restart, const std::vector<CallbackPtr>& cbs) {
+  std::int64_t s = 0;
+  bool restarted = false;
+  while (!steps || s < *steps) {
+    std::optional<data::Element> batch = it->next();
+    if (!batch) {
+      if (!restart || restarted) break;
+      it = data.make_iterator();
+      restarted = true;
+      continue;
+    }
+    restarted = false;
+    each(cbs, [&](callbacks::Callback& cb) {
+      if (mode == Mode::train) cb.on_train_batch_begin(s, Logs());
+      else if (mode == Mode::test) cb.on_test_batch_begin(s, Logs());
+      else cb.on_predict_batch_begin(s, Logs());
+    });
+    step(*batch, mode);
+    Logs l;
+    if (mode != Mode::predict) {
+      l = logs();
+      l.set("size", static_cast<double>((*batch)[0].dim(0)));
+    }
+    each(cbs, [&](callbacks::Callback& cb) {
+      if (mode == Mode::train) cb.on_train_batch_end(s, l);
+      else if (mode == Mode::test) cb.on_test_batch_end(s, l);
+      else cb.on_predict_batch_end(s, l);
+    });
+    ++s;
+    if (mode == Mode::train && model_.stop_training) break;
+  }
+  return s;
+}
+
+Logs TrainingLoop::train_on_batch(const data::Element& batch) {
+  require_compiled("train_on_batch()");
   reset_metrics();
-  step(batch, true);
+  step(batch, Mode::train);
   return logs();
 }
 
-Logs Trainer::test_on_batch(const data::Element& batch) {
+Logs TrainingLoop::test_on_batch(const data::Element& batch) {
+  require_compiled("test_on_batch()");
   reset_metrics();
-  step(batch, false);
+  step(batch, Mode::test);
   return logs();
 }
 
-Logs Trainer::evaluate(const data::Dataset& data, const EvaluateOptions& options,
-                       const std::vector<CallbackPtr>* fit_callbacks) {
+Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& options,
+                            const std::vector<CallbackPtr>* fit_callbacks) {
+  require_compiled("evaluate()");
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
   if (!fit_callbacks && options.verbose > 0 && model_.is_chief())
     cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
@@ -323,24 +390,47 @@ Logs Trainer::evaluate(const data::Dataset& data, const EvaluateOptions& options
   reset_metrics();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_begin(Logs()); });
   auto it = data.make_iterator();
-  std::int64_t s = 0;
-  while (!options.steps || s < *options.steps) {
-    std::optional<data::Element> batch = it->next();
-    if (!batch) break;
-    each(cbs, [&](callbacks::Callback& cb) { cb.on_test_batch_begin(s, Logs()); });
-    step(*batch, false);
-    Logs l = logs();
-    l.set("size", static_cast<double>((*batch)[0].dim(0)));
-    each(cbs, [&](callbacks::Callback& cb) { cb.on_test_batch_end(s, l); });
-    ++s;
-  }
-  if (s == 0) throw std::invalid_argument("Model '" + model_.name() + "': evaluate() got no batches");
+  if (run_epoch(Mode::test, data, it, options.steps, false, cbs) == 0)
+    throw std::invalid_argument("Model '" + model_.name() + "': evaluate() got no batches");
   Logs result = logs();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_end(result); });
   return result;
 }
 
-callbacks::History Trainer::fit(const data::Dataset& train, const FitOptions& options) {
+std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const PredictOptions& options) {
+  std::vector<CallbackPtr> cbs = options.callbacks;
+  if (options.verbose > 0 && model_.is_chief()) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  callbacks::Params params;
+  params.verbose = options.verbose;
+  const std::int64_t card = data.cardinality();
+  params.steps = options.steps ? *options.steps : card >= 0 ? card : -1;
+  each(cbs, [&](callbacks::Callback& cb) {
+    cb.set_model(&model_);
+    cb.set_params(params);
+  });
+  each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
+  predictions_.assign(model_.outputs().size(), {});
+  auto it = data.make_iterator();
+  run_epoch(Mode::predict, data, it, options.steps, false, cbs);
+  std::vector<Tensor> result;
+  for (std::size_t o = 0; o < predictions_.size(); ++o) {
+    Index total = 0;
+    for (const Tensor& p : predictions_[o]) total += p.dim(0);
+    Tensor out(model_.outputs()[o].shape().with_batch(total));
+    Index row = 0;
+    for (const Tensor& p : predictions_[o]) {
+      out.slice(row, row + p.dim(0)).copy_from(p);
+      row += p.dim(0);
+    }
+    result.push_back(out);
+  }
+  predictions_.clear();
+  each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_end(Logs()); });
+  return result;
+}
+
+callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) {
+  require_compiled("fit()");
   if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
                                 " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
@@ -370,26 +460,9 @@ callbacks::History Trainer::fit(const data::Dataset& train, const FitOptions& op
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, Logs()); });
     // With steps_per_epoch the iterator carries over between epochs, restarting when the data runs out.
     if (!it || !options.steps_per_epoch) it = train.make_iterator();
-    std::int64_t s = 0;
-    bool restarted = false;
-    while (!options.steps_per_epoch || s < *options.steps_per_epoch) {
-      std::optional<data::Element> batch = it->next();
-      if (!batch) {
-        if (!options.steps_per_epoch || restarted) break;
-        it = train.make_iterator();
-        restarted = true;
-        continue;
-      }
-      restarted = false;
-      each(cbs, [&](callbacks::Callback& cb) { cb.on_train_batch_begin(s, Logs()); });
-      step(*batch, true);
-      Logs l = logs();
-      l.set("size", static_cast<double>((*batch)[0].dim(0)));
-      each(cbs, [&](callbacks::Callback& cb) { cb.on_train_batch_end(s, l); });
-      ++s;
-      if (model_.stop_training) break;
-    }
-    if (s == 0) throw std::invalid_argument("Model '" + model_.name() + "': fit() got no training batches");
+    const bool restart = options.steps_per_epoch.has_value();
+    if (run_epoch(Mode::train, train, it, options.steps_per_epoch, restart, cbs) == 0)
+      throw std::invalid_argument("Model '" + model_.name() + "': fit() got no training batches");
     Logs epoch_logs = logs();
     if (options.validation_data && (epoch + 1) % std::max(1, options.validation_freq) == 0) {
       EvaluateOptions eo;

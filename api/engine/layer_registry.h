@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "api/io/config.h"
-#include "api/models/layer.h"
-#include "api/models/layer_options.h"
+#include "api/engine/layer.h"
+#include "api/engine/layer_options.h"
 
 namespace tower {
 

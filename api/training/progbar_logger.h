@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -1,4 +1,4 @@
-#include "api/callbacks/callback.h"
+#include "api/training/callback.h"
 
 namespace tower::callbacks {
 

@@ -1,6 +1,6 @@
-#include "api/models/input_layer.h"
+#include "api/engine/input_layer.h"
 
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 namespace tower {
 

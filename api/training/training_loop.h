@@ -1,20 +1,23 @@
 #pragma once
-// The training loop behind compile / fit / evaluate / train_on_batch (Keras' Trainer). A batch is a
-// data::Element whose first components are the model's inputs, then one target per output, then optionally
-// one sample-weight vector ([N]).
+// The training loop behind fit / evaluate / predict / train_on_batch / test_on_batch (Keras' Trainer): one epoch
+// driver (batches from a dataset, the callbacks' batch hooks around each) and one step driver (a batch on every
+// replica, or on the model's own plan without a strategy) serve all three modes. A batch is a data::Element whose
+// first components are the model's inputs, then one target per output, then optionally one sample-weight vector
+// ([N]); predict reads the inputs only.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "api/callbacks/callback.h"
-#include "api/callbacks/history.h"
 #include "api/data/dataset.h"
-#include "api/graph/plan.h"
+#include "api/engine/plan.h"
 #include "api/losses/loss.h"
 #include "api/metrics/metric.h"
 #include "api/models/distribution.h"
 #include "api/optimizers/optimizer.h"
+#include "api/training/callback.h"
+#include "api/training/history.h"
 
 namespace tower {
 
@@ -51,18 +54,30 @@ struct PredictOptions {
 
 namespace detail {
 
-class Trainer {
+class TrainingLoop {
  public:
-  Trainer(ModelImpl& model, optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-          std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+  // The loop of `model`, which outlives it. Until compile(), only predict() runs.
+  explicit TrainingLoop(ModelImpl& model);
 
+  // Throws std::invalid_argument naming the model for a missing optimizer or loss, or counts of losses, metrics
+  // or loss weights that do not match the outputs.
+  void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
+               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+  bool compiled() const { return optimizer_ != nullptr; }
+
+  // fit, evaluate, train_on_batch and test_on_batch throw std::logic_error ("... call compile() first") before
+  // compile().
   callbacks::History fit(const data::Dataset& train, const FitOptions& options);
+  // With fit_callbacks (validation inside fit), those callbacks see the test hooks and no progress bar is added.
   callbacks::Logs evaluate(const data::Dataset& data, const EvaluateOptions& options,
                            const std::vector<callbacks::CallbackPtr>* fit_callbacks = nullptr);
+  // Outputs for every batch of `data` (its first components, one per model input), concatenated along axis 0.
+  std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
   // One optimizer step on one batch; returns the batch's loss and metrics (metrics are reset first).
   callbacks::Logs train_on_batch(const data::Element& batch);
   callbacks::Logs test_on_batch(const data::Element& batch);
 
+  // Null before compile().
   const optimizers::OptimizerPtr& optimizer() const { return optimizer_; }
   const std::vector<losses::LossPtr>& losses() const { return losses_; }
   void reset_metrics();
@@ -70,37 +85,47 @@ class Trainer {
   callbacks::Logs logs() const;
 
  private:
+  enum class Mode { train, test, predict };
   // Per batch size (of one replica): loss values, gradient scales, per-example weights, float32 copies of
-  // other inputs.
-  struct LossBuffers {
+  // inputs of other dtypes or devices.
+  struct StepBuffers {
     std::vector<Tensor> per_example, scale;
     std::vector<std::vector<double>> weights;
     std::vector<Tensor> staged_inputs;
   };
-  using BufferCache = std::map<Index, std::unique_ptr<LossBuffers>>;
+  using BufferCache = std::map<Index, std::unique_ptr<StepBuffers>>;
   // One replica's share of a step: rows [begin, end) of the batch, its plan and buffers (null without rows).
   struct ReplicaSlot {
     Index begin = 0, end = 0;
     Plan* plan = nullptr;
-    LossBuffers* buffers = nullptr;
+    StepBuffers* buffers = nullptr;
   };
-  // Under a strategy, per global batch size: every replica's per-example losses and predictions, per output.
+  // Per global batch size: every example's loss values and predictions, per output, gathered from the replicas.
   struct Gathered {
     std::vector<Tensor> per_example, y_pred;
   };
-  // Forward, loss, and for training backward + optimizer step. Returns the loss value of this batch.
-  double step(const data::Element& batch, bool training);
+
+  void require_compiled(const char* what) const;
+  // The epoch driver: runs `mode` on batches from `it` until `steps` have run (every batch when unset), calling
+  // the mode's batch hooks of `cbs` around each. With `restart` (fit with steps_per_epoch), an exhausted
+  // iterator is made again from `data` once per exhaustion. Returns the number of batches run.
+  std::int64_t run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
+                         std::optional<std::int64_t> steps, bool restart,
+                         const std::vector<callbacks::CallbackPtr>& cbs);
+  // The step driver: forward on every replica (or the model's own plan) and, but for predict, the loss, the
+  // metrics and, for training, backward and one optimizer update. predict appends the outputs to predictions_.
+  void step(const data::Element& batch, Mode mode);
   // One replica's forward on its rows of a global batch of n examples, their per-example losses and, for
   // training, the gradient of its part of the loss (sum over its rows / the global count) and backward.
-  void replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, bool training);
+  void replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode);
   // Runs every replica of the model's strategy on the batch; returns the gathered per-example losses and
-  // predictions.
-  Gathered& distributed_step(detail::Replicas& replicas, const data::Element& batch, bool training);
-  LossBuffers& loss_buffers(BufferCache& cache, Plan& plan);
+  // predictions (every output's predictions for predict, those metrics need otherwise).
+  Gathered& distributed_step(Replicas& replicas, const data::Element& batch, Mode mode);
+  StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
   // Sample weight times class weight of rows [begin, end) of output o's targets, into w.
   void example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
                        std::vector<double>& w) const;
-  void check_batch(const data::Element& batch) const;
+  void check_batch(const data::Element& batch, Mode mode) const;
 
   ModelImpl& model_;
   optimizers::OptimizerPtr optimizer_;
@@ -117,6 +142,7 @@ class Trainer {
   std::map<Index, Gathered> gathered_;
   std::vector<Tensor> parts_;
   std::vector<double> weights_;  // per-example weights of the whole batch
+  std::vector<std::vector<Tensor>> predictions_;  // predict: per output, every batch's outputs so far
 };
 
 }  // namespace detail

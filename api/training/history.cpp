@@ -1,4 +1,4 @@
-#include "api/callbacks/history.h"
+#include "api/training/history.h"
 
 #include <stdexcept>
 

@@ -1,8 +1,8 @@
-#include "api/graph/node.h"
+#include "api/engine/node.h"
 
 #include <atomic>
 
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 
 namespace tower {
 

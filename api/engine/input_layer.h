@@ -2,7 +2,7 @@
 // InputLayer and Input(): the entry points of a graph (keras.Input / keras.layers.InputLayer).
 #include <optional>
 
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 
 namespace tower {
 

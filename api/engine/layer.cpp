@@ -1,4 +1,4 @@
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 
 #include <cctype>
 #include <map>

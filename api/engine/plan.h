@@ -10,11 +10,10 @@
 
 #include "api/core/random.h"
 #include "api/core/tensor.h"
-#include "api/models/layer.h"
+#include "api/engine/layer.h"
 
 namespace tower {
 
-class ModelImpl;
 
 struct PlanOptions {
   Index batch_size = 1;
@@ -28,8 +27,9 @@ struct PlanOptions {
 
 class Plan {
  public:
-  // Throws ShapeError if the model has an input whose batch size is fixed to another value.
-  Plan(const ModelImpl& model, PlanOptions options);
+  // `model` is a layer with a graph (a Model). Throws std::invalid_argument for a layer without one, and
+  // ShapeError if the model has an input whose batch size is fixed to another value.
+  Plan(const Layer& model, PlanOptions options);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -79,7 +79,7 @@ class Plan {
     int target = -1, source = -1;  // value ids (or -1 - weight index for weight-gradient targets)
   };
 
-  void inline_model(const ModelImpl& model, const std::vector<int>& input_ids, std::vector<int>& output_ids);
+  void inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids);
   int new_value(const Shape& shape);
   void plan_backward();
   void assign_memory();

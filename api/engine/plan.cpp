@@ -1,11 +1,10 @@
-#include "api/graph/plan.h"
+#include "api/engine/plan.h"
 
 #include <algorithm>
 #include <climits>
 #include <unordered_map>
 
 #include "api/backend/backend.h"
-#include "api/models/model.h"
 
 namespace tower {
 
@@ -39,11 +38,13 @@ struct Plan::Step {
   std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
 };
 
-Plan::Plan(const ModelImpl& model, PlanOptions options) : options_(options) {
+Plan::Plan(const Layer& model, PlanOptions options) : options_(options) {
   if (options_.batch_size <= 0) throw std::invalid_argument("Plan: batch size must be positive");
+  const Graph* graph = model.graph();
+  if (!graph) throw std::invalid_argument("Plan: '" + model.name() + "' is not a model with a graph");
   rng_.seed(options_.seed ? options_.seed : next_global_seed());
   std::vector<int> in_ids;
-  for (const SymbolicTensor& t : model.inputs()) {
+  for (const SymbolicTensor& t : graph->inputs) {
     const Shape& s = t.shape();
     if (s[0] >= 0 && s[0] != options_.batch_size)
       throw ShapeError("Model '" + model.name() + "': input '" + t.name() + "' has a fixed batch size of " +
@@ -54,7 +55,7 @@ Plan::Plan(const ModelImpl& model, PlanOptions options) : options_(options) {
     input_shapes_.push_back(values_[static_cast<std::size_t>(id)]->shape);
   }
   input_ids_ = in_ids;
-  inline_model(model, in_ids, output_ids_);
+  inline_graph(*graph, in_ids, output_ids_);
 
   const int S = static_cast<int>(steps_.size());
   const int end = 2 * S + 1;
@@ -83,16 +84,16 @@ int Plan::new_value(const Shape& shape) {
   return static_cast<int>(values_.size()) - 1;
 }
 
-void Plan::inline_model(const ModelImpl& model, const std::vector<int>& input_ids, std::vector<int>& output_ids) {
+void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids) {
   std::unordered_map<const Node*, std::vector<int>> ids;
-  for (std::size_t i = 0; i < model.inputs().size(); ++i) ids[model.inputs()[i].node()] = {input_ids[i]};
-  for (const auto& node : model.nodes()) {
+  for (std::size_t i = 0; i < graph.inputs.size(); ++i) ids[graph.inputs[i].node()] = {input_ids[i]};
+  for (const auto& node : graph.nodes) {
     if (ids.count(node.get())) continue;  // a bound input
     std::vector<int> in;
     for (const SymbolicTensor& t : node->inputs()) in.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
-    if (const auto* nested = dynamic_cast<const ModelImpl*>(node->layer().get())) {
+    if (const Graph* nested = node->layer()->graph()) {
       std::vector<int> out;
-      inline_model(*nested, in, out);
+      inline_graph(*nested, in, out);
       ids[node.get()] = out;
       continue;
     }
@@ -103,7 +104,7 @@ void Plan::inline_model(const ModelImpl& model, const std::vector<int>& input_id
     ids[node.get()] = step->out;
     steps_.push_back(std::move(step));
   }
-  for (const SymbolicTensor& t : model.outputs()) output_ids.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
+  for (const SymbolicTensor& t : graph.outputs) output_ids.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
 }
 
 void Plan::plan_backward() {

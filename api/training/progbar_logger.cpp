@@ -1,4 +1,4 @@
-#include "api/callbacks/progbar_logger.h"
+#include "api/training/progbar_logger.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "api/models/registry.h"
+#include "api/engine/layer_registry.h"
 
 #include <map>
 #include <mutex>

@@ -1,4 +1,4 @@
-#include "api/models/layer_options.h"
+#include "api/engine/layer_options.h"
 
 #include <algorithm>
 

@@ -21,10 +21,10 @@
 
 #include "api/core/random.h"
 #include "api/core/tensor.h"
-#include "api/graph/node.h"
+#include "api/engine/node.h"
 #include "api/initializers/initializers.h"
 #include "api/io/config.h"
-#include "api/models/replica_context.h"
+#include "api/engine/replica_context.h"
 #include "api/regularizers/regularizers.h"
 
 namespace tower {
@@ -116,6 +116,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual bool softmax_output() const { return false; }
   // The number of inputs the layer takes, or -1 for any number >= 1 (merge layers).
   virtual int num_inputs() const { return 1; }
+  // A layer made of other layers (a model) returns its graph, which a plan inlines; other layers return null.
+  virtual const Graph* graph() const { return nullptr; }
 
   virtual Config get_config() const = 0;
   // {"class_name": type(), "config": get_config() + trainable}.
