@@ -5,7 +5,8 @@
 namespace tower::distribute {
 
 void HierarchicalCopyAllReduceImpl::check_devices(const std::vector<LogicalDevice>& devices,
-                                                  const std::string& who) const {
+                                                  const std::string& caller) const {
+  const std::string who = message_prefix(caller);
   for (const LogicalDevice& d : devices)
     if (!d.device.is_cpu())
       throw std::invalid_argument(who + name() + " is implemented for CPU replicas; device " + d.name +

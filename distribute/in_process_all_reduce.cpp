@@ -4,7 +4,8 @@
 
 namespace tower::distribute {
 
-void InProcessAllReduceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& who) const {
+void InProcessAllReduceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& caller) const {
+  const std::string who = message_prefix(caller);
   for (const LogicalDevice& d : devices)
     if (!d.device.is_cpu())
       throw std::invalid_argument(who + name() + " sums CPU replicas' gradients in this process; device " + d.name +

@@ -20,6 +20,11 @@ bool all_digits(const std::string& s) {
 
 }  // namespace
 
+std::string message_prefix(const std::string& who) {
+  if (who.empty() || (who.size() >= 2 && who.compare(who.size() - 2, 2, ": ") == 0)) return who;
+  return who + ": ";
+}
+
 std::string available_devices() {
   std::string out = "cpu:0, cpu:1, ... (logical CPU devices, any index)";
   const int gpus = cuda_device_count();
@@ -28,7 +33,8 @@ std::string available_devices() {
   return out;
 }
 
-LogicalDevice parse_logical_device(const std::string& name, const std::string& who) {
+LogicalDevice parse_logical_device(const std::string& name, const std::string& caller) {
+  const std::string who = message_prefix(caller);
   const auto unknown = [&](const std::string& why) {
     return std::invalid_argument(who + "unknown device '" + name + "'" + why + ". Available devices: " +
                                  available_devices());
@@ -59,7 +65,8 @@ std::vector<LogicalDevice> default_devices() {
   return out;
 }
 
-std::vector<LogicalDevice> parse_device_list(const std::vector<std::string>& names, const std::string& who) {
+std::vector<LogicalDevice> parse_device_list(const std::vector<std::string>& names, const std::string& caller) {
+  const std::string who = message_prefix(caller);
   if (names.empty())
     throw std::invalid_argument(who + "the device list is empty; give at least one device (available: " +
                                 available_devices() + "), or none at all for every visible GPU, else the CPU");

@@ -18,6 +18,10 @@ struct LogicalDevice {
   bool operator==(const LogicalDevice&) const = default;
 };
 
+// Error messages of distribute/ start with the caller's name, `who` ("MirroredStrategy"): message_prefix(who) is
+// "MirroredStrategy: " (the separator added when missing), and "" for an empty `who`.
+std::string message_prefix(const std::string& who);
+
 // Throws std::invalid_argument, starting with `who` and listing available_devices(), for a name that is not one
 // of the forms above or a GPU this process does not see.
 LogicalDevice parse_logical_device(const std::string& name, const std::string& who);

@@ -9,7 +9,8 @@ NcclAllReduceImpl::NcclAllReduceImpl(Options options) : CrossDeviceOps("NcclAllR
     throw std::invalid_argument("NcclAllReduce: num_packs must be >= 1, got " + std::to_string(options_.num_packs));
 }
 
-void NcclAllReduceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& who) const {
+void NcclAllReduceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& caller) const {
+  const std::string who = message_prefix(caller);
   for (const LogicalDevice& d : devices)
     if (!d.device.is_cuda())
       throw std::invalid_argument(who + name() + " reduces between GPUs; device " + d.name +

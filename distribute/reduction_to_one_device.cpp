@@ -7,7 +7,8 @@ namespace tower::distribute {
 ReductionToOneDeviceImpl::ReductionToOneDeviceImpl(Options options)
     : CrossDeviceOps("ReductionToOneDevice"), options_(std::move(options)) {}
 
-void ReductionToOneDeviceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& who) const {
+void ReductionToOneDeviceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& caller) const {
+  const std::string who = message_prefix(caller);
   for (const LogicalDevice& d : devices)
     if (!d.device.is_cpu())
       throw std::invalid_argument(who + name() + " is implemented for CPU replicas; device " + d.name +

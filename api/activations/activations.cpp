@@ -6,29 +6,50 @@ namespace tower::activations {
 
 using backend::ActivationKind;
 
-Activation::Activation(std::string name) : name_(std::move(name)) {
-  if (name_.empty() || name_ == "None" || name_ == "none") name_ = "linear";
-  const std::string& n = name_;
-  if (n == "linear") kind_ = ActivationKind::linear;
-  else if (n == "relu") kind_ = ActivationKind::relu;
-  else if (n == "relu6") { kind_ = ActivationKind::relu; params_.max_value = 6.f; }
-  else if (n == "sigmoid") kind_ = ActivationKind::sigmoid;
-  else if (n == "tanh") kind_ = ActivationKind::tanh;
-  else if (n == "softmax") softmax_ = true;
-  else if (n == "gelu") kind_ = ActivationKind::gelu;
-  else if (n == "gelu_approximate") kind_ = ActivationKind::gelu_tanh;
-  else if (n == "swish" || n == "silu") kind_ = ActivationKind::swish;
-  else if (n == "elu") { kind_ = ActivationKind::elu; params_.alpha = 1.f; }
-  else if (n == "leaky_relu") { kind_ = ActivationKind::leaky_relu; params_.alpha = 0.2f; }
-  else if (n == "selu") kind_ = ActivationKind::selu;
-  else if (n == "softplus") kind_ = ActivationKind::softplus;
-  else if (n == "softsign") kind_ = ActivationKind::softsign;
-  else if (n == "hard_sigmoid") kind_ = ActivationKind::hard_sigmoid;
-  else if (n == "exponential") kind_ = ActivationKind::exponential;
-  else
-    throw std::invalid_argument("unknown activation '" + n +
-                                "' (known: linear, relu, relu6, sigmoid, tanh, softmax, gelu, gelu_approximate, "
-                                "swish, silu, elu, leaky_relu, selu, softplus, softsign, hard_sigmoid, exponential)");
+Registry<Activation>& registry() {
+  static Registry<Activation> r("activation");
+  static const bool populated = [] {
+    const auto add = [](const std::string& name, ActivationKind kind, backend::ActivationParams params = {},
+                        bool softmax = false) {
+      r.add(name, [=](const Config& args) {
+        if (!args.as_map().empty()) throw ConfigError("activation '" + name + "' takes no arguments");
+        return Activation(name, kind, params, softmax);
+      });
+    };
+    backend::ActivationParams relu6, alpha1, alpha02;
+    relu6.max_value = 6.f;
+    alpha1.alpha = 1.f;
+    alpha02.alpha = 0.2f;
+    add("linear", ActivationKind::linear);
+    add("relu", ActivationKind::relu);
+    add("relu6", ActivationKind::relu, relu6);
+    add("sigmoid", ActivationKind::sigmoid);
+    add("tanh", ActivationKind::tanh);
+    add("softmax", ActivationKind::linear, {}, true);
+    add("gelu", ActivationKind::gelu);
+    add("gelu_approximate", ActivationKind::gelu_tanh);
+    add("swish", ActivationKind::swish);
+    add("silu", ActivationKind::swish);
+    add("elu", ActivationKind::elu, alpha1);
+    add("leaky_relu", ActivationKind::leaky_relu, alpha02);
+    add("selu", ActivationKind::selu);
+    add("softplus", ActivationKind::softplus);
+    add("softsign", ActivationKind::softsign);
+    add("hard_sigmoid", ActivationKind::hard_sigmoid);
+    add("exponential", ActivationKind::exponential);
+    return true;
+  }();
+  (void)populated;
+  return r;
+}
+
+Activation::Activation(std::string name) {
+  if (name.empty() || name == "None" || name == "none") name = "linear";
+  try {
+    *this = registry().from_config(Config(name));
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 bool Activation::output_suffices() const {

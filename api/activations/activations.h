@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/backend/backend.h"
+#include "api/io/registry.h"
 #include "api/core/tensor.h"
 
 namespace tower::activations {
@@ -13,7 +14,7 @@ class Activation {
  public:
   Activation() = default;  // linear
   Activation(const char* name) : Activation(std::string(name)) {}
-  // Throws std::invalid_argument listing the known names.
+  // A name registry() knows ("" and "None" mean linear); throws std::invalid_argument listing the known names.
   Activation(std::string name);
 
   const std::string& name() const { return name_; }
@@ -27,10 +28,17 @@ class Activation {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const;
 
  private:
+  friend Registry<Activation>& registry();
+  Activation(std::string name, backend::ActivationKind kind, backend::ActivationParams params, bool softmax)
+      : name_(std::move(name)), kind_(kind), params_(params), softmax_(softmax) {}
+
   std::string name_ = "linear";
   backend::ActivationKind kind_ = backend::ActivationKind::linear;
   backend::ActivationParams params_;
   bool softmax_ = false;
 };
+
+// The activations by Keras name (io/registry.h); Keras serializes an activation as its name alone.
+Registry<Activation>& registry();
 
 }  // namespace tower::activations

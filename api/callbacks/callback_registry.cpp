@@ -7,14 +7,11 @@
 #include "api/callbacks/callbacks.h"
 #include "api/callbacks/event_log.h"
 #include "api/callbacks/live_monitor.h"
-#include "api/losses/loss.h"
 #include "api/engine/layer_options.h"
 
 namespace tower::callbacks {
 
 namespace {
-
-using Factory = std::function<CallbackPtr(const Config&)>;
 
 // The arguments of the callbacks that take more than their options struct (whose visit() lists the rest by
 // their Keras names; save_freq, a string or a number, is read by take_save_freq).
@@ -83,78 +80,64 @@ void require_argument(const std::string& value, const std::string& key, const st
   if (value.empty()) throw ConfigError(type + ": missing required argument '" + key + "'");
 }
 
-template <class Args>
-Args read(const Config& args, const std::string& type) {
-  return options_from_config<Args>(args.is_null() ? Config::map() : args, type);
-}
-
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> by_class = {
-      {"BackupAndRestore",
-       [](const Config& c) -> CallbackPtr {
-         Config args = c.is_null() ? Config::map() : c;
-         auto freq = args.is_map() ? take_save_freq(args, "BackupAndRestore") : std::string("epoch");
-         BackupAndRestoreArgs a = read<BackupAndRestoreArgs>(args, "BackupAndRestore");
-         require_argument(a.backup_dir, "backup_dir", "BackupAndRestore");
-         a.o.save_freq = freq;
-         return std::make_shared<BackupAndRestore>(a.backup_dir, a.o);
-       }},
-      {"CSVLogger",
-       [](const Config& c) -> CallbackPtr {
-         const CSVLoggerArgs a = read<CSVLoggerArgs>(c, "CSVLogger");
-         require_argument(a.filename, "filename", "CSVLogger");
-         return std::make_shared<CSVLogger>(a.filename, a.separator, a.append);
-       }},
-      {"EarlyStopping",
-       [](const Config& c) -> CallbackPtr {
-         return std::make_shared<EarlyStopping>(read<EarlyStoppingOptions>(c, "EarlyStopping"));
-       }},
-      {"EventLog",
-       [](const Config& c) -> CallbackPtr {
-         const EventLogArgs a = read<EventLogArgs>(c, "EventLog");
-         require_argument(a.path, "path", "EventLog");
-         return std::make_shared<EventLog>(a.path, a.o);
-       }},
-      {"LiveMonitor",
-       [](const Config& c) -> CallbackPtr {
-         return std::make_shared<LiveMonitor>(read<LiveMonitorOptions>(c, "LiveMonitor"));
-       }},
-      {"ModelCheckpoint",
-       [](const Config& c) -> CallbackPtr {
-         Config args = c.is_null() ? Config::map() : c;
-         auto freq = args.is_map() ? take_save_freq(args, "ModelCheckpoint") : std::string("epoch");
-         ModelCheckpointArgs a = read<ModelCheckpointArgs>(args, "ModelCheckpoint");
-         require_argument(a.filepath, "filepath", "ModelCheckpoint");
-         a.o.save_freq = freq;
-         return std::make_shared<ModelCheckpoint>(a.filepath, a.o);
-       }},
-      {"ReduceLROnPlateau",
-       [](const Config& c) -> CallbackPtr {
-         return std::make_shared<ReduceLROnPlateau>(read<ReduceLROnPlateauOptions>(c, "ReduceLROnPlateau"));
-       }},
-      {"TerminateOnNaN",
-       [](const Config& c) -> CallbackPtr {
-         read<NoArgs>(c, "TerminateOnNaN");
-         return std::make_shared<TerminateOnNaN>();
-       }},
-  };
-  return by_class;
-}
-
 }  // namespace
 
-std::vector<std::string> callback_types() {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : factories()) out.push_back(k);
-  return out;
+Registry<CallbackPtr>& registry() {
+  static Registry<CallbackPtr> r("callback");
+  static const bool populated = [] {
+    r.add("BackupAndRestore", [](const Config& c) -> CallbackPtr {
+      Config args = c;
+      const auto freq = take_save_freq(args, "BackupAndRestore");
+      BackupAndRestoreArgs a = options_from_config<BackupAndRestoreArgs>(args, "BackupAndRestore");
+      require_argument(a.backup_dir, "backup_dir", "BackupAndRestore");
+      a.o.save_freq = freq;
+      return std::make_shared<BackupAndRestore>(a.backup_dir, a.o);
+    });
+    r.add("CSVLogger", [](const Config& c) -> CallbackPtr {
+      const CSVLoggerArgs a = options_from_config<CSVLoggerArgs>(c, "CSVLogger");
+      require_argument(a.filename, "filename", "CSVLogger");
+      return std::make_shared<CSVLogger>(a.filename, a.separator, a.append);
+    });
+    r.add("EarlyStopping", [](const Config& c) -> CallbackPtr {
+      return std::make_shared<EarlyStopping>(options_from_config<EarlyStoppingOptions>(c, "EarlyStopping"));
+    });
+    r.add("EventLog", [](const Config& c) -> CallbackPtr {
+      const EventLogArgs a = options_from_config<EventLogArgs>(c, "EventLog");
+      require_argument(a.path, "path", "EventLog");
+      return std::make_shared<EventLog>(a.path, a.o);
+    });
+    r.add("LiveMonitor", [](const Config& c) -> CallbackPtr {
+      return std::make_shared<LiveMonitor>(options_from_config<LiveMonitorOptions>(c, "LiveMonitor"));
+    });
+    r.add("ModelCheckpoint", [](const Config& c) -> CallbackPtr {
+      Config args = c;
+      const auto freq = take_save_freq(args, "ModelCheckpoint");
+      ModelCheckpointArgs a = options_from_config<ModelCheckpointArgs>(args, "ModelCheckpoint");
+      require_argument(a.filepath, "filepath", "ModelCheckpoint");
+      a.o.save_freq = freq;
+      return std::make_shared<ModelCheckpoint>(a.filepath, a.o);
+    });
+    r.add("ReduceLROnPlateau", [](const Config& c) -> CallbackPtr {
+      return std::make_shared<ReduceLROnPlateau>(options_from_config<ReduceLROnPlateauOptions>(c, "ReduceLROnPlateau"));
+    });
+    r.add("TerminateOnNaN", [](const Config& c) -> CallbackPtr {
+      options_from_config<NoArgs>(c, "TerminateOnNaN");
+      return std::make_shared<TerminateOnNaN>();
+    });
+    return true;
+  }();
+  (void)populated;
+  return r;
 }
 
+std::vector<std::string> callback_types() { return registry().class_names(); }
+
 CallbackPtr callback_from_config(const Config& c) {
-  const auto [type, arguments] = losses::detail::resolve_name(c, {}, "callback");
+  const std::string type = tower::detail::read_serialized(c, "callback").first;
   if (type == "LearningRateScheduler" || type == "LambdaCallback")
     throw ConfigError(type + " takes C++ functions and has no config form; use an optimizer learning-rate "
                              "schedule, or add the callback in C++");
-  return losses::detail::from_registry<CallbackPtr>(c, factories(), {}, "callback");
+  return registry().from_config(c);
 }
 
 }  // namespace tower::callbacks

@@ -23,11 +23,14 @@
 
 #include "api/training/callback.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 
 namespace tower::callbacks {
 
 CallbackPtr callback_from_config(const Config& c);
 // The class names callback_from_config knows.
 std::vector<std::string> callback_types();
+// The callback classes by Keras class name (io/registry.h).
+Registry<CallbackPtr>& registry();
 
 }  // namespace tower::callbacks

@@ -82,24 +82,4 @@ void from_value(const Config& c, activations::Activation& v) {
   v = activations::Activation(c.is_null() ? std::string("linear") : c.as_string());
 }
 
-std::string closest_key(const std::string& key, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_d = std::max<std::size_t>(2, key.size() / 3) + 1;
-  for (const std::string& cand : candidates) {
-    std::vector<std::size_t> prev(cand.size() + 1), cur(cand.size() + 1);
-    for (std::size_t j = 0; j <= cand.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= key.size(); ++i) {
-      cur[0] = i;
-      for (std::size_t j = 1; j <= cand.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (key[i - 1] == cand[j - 1] ? 0 : 1)});
-      std::swap(prev, cur);
-    }
-    if (prev[cand.size()] < best_d) {
-      best_d = prev[cand.size()];
-      best = cand;
-    }
-  }
-  return best;
-}
-
 }  // namespace tower::detail

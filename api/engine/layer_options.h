@@ -18,6 +18,7 @@
 #include "api/core/shape.h"
 #include "api/initializers/initializers.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 #include "api/regularizers/regularizers.h"
 
 namespace tower {
@@ -82,9 +83,6 @@ template <class T> void from_value(const Config& c, std::optional<T>& v) {
     v = t;
   }
 }
-
-// The closest of `candidates` to `key` by edit distance, or "" when none is close.
-std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
 
 }  // namespace detail
 

@@ -4,18 +4,23 @@
 #include <string>
 #include <vector>
 
-#include "api/io/config.h"
 #include "api/engine/layer.h"
 #include "api/engine/layer_options.h"
+#include "api/io/config.h"
+#include "api/io/registry.h"
 
 namespace tower {
 
 using LayerFactory = std::function<LayerPtr(const Config& config)>;
 
+// Every layer class by its Keras class name (io/registry.h). Layers add themselves with TOWER_REGISTER_LAYER; a
+// functional model's layer entries may also carry name, inbound_nodes and build_config.
+Registry<LayerPtr>& layer_registry();
 void register_layer(const std::string& type, LayerFactory factory);
 // From {"class_name": ..., "config": {...}}. An unknown class lists the known ones; bad arguments name the
 // layer type and the key.
 LayerPtr layer_from_config(const Config& serialized);
+// The class names layer_from_config knows.
 std::vector<std::string> registered_layer_types();
 
 namespace detail {

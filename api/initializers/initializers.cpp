@@ -1,5 +1,6 @@
 #include "api/initializers/initializers.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -21,12 +22,6 @@ constexpr Known kKnown[] = {
     {"random_normal", "RandomNormal"},   {"random_uniform", "RandomUniform"}, {"truncated_normal", "TruncatedNormal"},
 };
 
-std::string known_list() {
-  std::string s;
-  for (const Known& k : kKnown) s += (s.empty() ? "" : ", ") + std::string(k.snake);
-  return s;
-}
-
 // Keras' compute_fans.
 void fans(const Shape& s, double& fan_in, double& fan_out) {
   if (s.rank() == 0) {
@@ -44,17 +39,62 @@ void fans(const Shape& s, double& fan_in, double& fan_out) {
   }
 }
 
+// The Keras arguments of an initializer class.
+std::vector<std::string> arguments_of(const std::string& snake) {
+  if (snake == "zeros" || snake == "ones") return {};
+  if (snake == "constant") return {"value"};
+  if (snake == "random_normal" || snake == "truncated_normal") return {"mean", "stddev", "seed"};
+  if (snake == "random_uniform") return {"minval", "maxval", "seed"};
+  return {"seed"};
+}
+
+Initializer read_arguments(const Known& k, const Config& args) {
+  Initializer init;
+  init.name = k.snake;
+  const std::vector<std::string> known = arguments_of(k.snake);
+  for (const auto& [key, v] : args.as_map()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      const std::string near = tower::detail::closest_key(key, known);
+      std::string list;
+      for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
+      throw ConfigError("initializer " + std::string(k.camel) + ": unknown argument '" + key + "'" +
+                        (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "; its arguments: " +
+                        (list.empty() ? "none" : list));
+    }
+    if (key == "mean") init.mean = v.as_double();
+    else if (key == "stddev") init.stddev = v.as_double();
+    else if (key == "minval") init.minval = v.as_double();
+    else if (key == "maxval") init.maxval = v.as_double();
+    else if (key == "value") init.value = v.as_double();
+    else if (key == "seed") init.seed = v.is_null() ? std::nullopt : std::optional<std::uint64_t>(v.as_int());
+  }
+  return init;
+}
+
 }  // namespace
 
-Initializer::Initializer(std::string n) {
-  for (const Known& k : kKnown)
-    if (n == k.snake || n == k.camel) {
-      name = k.snake;
-      return;
+Registry<Initializer>& registry() {
+  // Keras' class names, with its snake_case names (and "zero", "one") as aliases.
+  static Registry<Initializer> r("initializer");
+  static const bool populated = [] {
+    for (const Known& k : kKnown) {
+      std::vector<std::string> aliases = {k.snake};
+      if (std::string(k.snake) == "zeros") aliases.push_back("zero");
+      if (std::string(k.snake) == "ones") aliases.push_back("one");
+      r.add(k.camel, [&k](const Config& args) { return read_arguments(k, args); }, aliases);
     }
-  if (n == "zero") { name = "zeros"; return; }
-  if (n == "one") { name = "ones"; return; }
-  throw std::invalid_argument("unknown initializer '" + n + "' (known: " + known_list() + ")");
+    return true;
+  }();
+  (void)populated;
+  return r;
+}
+
+Initializer::Initializer(std::string n) {
+  try {
+    *this = registry().from_config(Config(n));
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 void Initializer::operator()(Tensor& t) const {
@@ -123,24 +163,7 @@ Config Initializer::to_config() const {
   return c;
 }
 
-Initializer Initializer::from_config(const Config& c) {
-  if (c.is_string()) return Initializer(c.as_string());
-  if (!c.is_map() || !c.contains("class_name"))
-    throw ConfigError("an initializer is a name or {class_name, config}, got " + c.to_json());
-  Initializer init(c.at("class_name").as_string());
-  if (c.contains("config")) {
-    for (const auto& [k, v] : c.at("config").as_map()) {
-      if (k == "mean") init.mean = v.as_double();
-      else if (k == "stddev") init.stddev = v.as_double();
-      else if (k == "minval") init.minval = v.as_double();
-      else if (k == "maxval") init.maxval = v.as_double();
-      else if (k == "value") init.value = v.as_double();
-      else if (k == "seed") init.seed = v.is_null() ? std::nullopt : std::optional<std::uint64_t>(v.as_int());
-      else throw ConfigError("initializer " + init.name + ": unknown argument '" + k + "'");
-    }
-  }
-  return init;
-}
+Initializer Initializer::from_config(const Config& c) { return registry().from_config(c); }
 
 Initializer Zeros() { return Initializer("zeros"); }
 Initializer Ones() { return Initializer("ones"); }

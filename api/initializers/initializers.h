@@ -7,6 +7,7 @@
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 
 namespace tower::initializers {
 
@@ -38,6 +39,9 @@ struct UniformOptions {
   double minval = -0.05, maxval = 0.05;
   std::optional<std::uint64_t> seed;
 };
+
+// The initializer classes by Keras class name, with Keras' snake_case names as aliases (io/registry.h).
+Registry<Initializer>& registry();
 
 Initializer Zeros();
 Initializer Ones();

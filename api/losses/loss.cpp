@@ -45,50 +45,27 @@ void Loss::backward_through_softmax(const Tensor&, const Tensor&, const Tensor&,
   throw std::logic_error(name_ + ": " + type_ + " cannot fuse a softmax; check can_fuse_softmax() first");
 }
 
-namespace {
-using Factory = std::function<LossPtr(const Config&)>;
-
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> by_class = {
-      {"BinaryCrossentropy", &BinaryCrossentropyImpl::from_config},
-      {"CategoricalCrossentropy", &CategoricalCrossentropyImpl::from_config},
-      {"Huber", &HuberImpl::from_config},
-      {"KLDivergence", &KLDivergenceImpl::from_config},
-      {"MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config},
-      {"MeanSquaredError", &MeanSquaredErrorImpl::from_config},
-      {"SparseCategoricalCrossentropy", &SparseCategoricalCrossentropyImpl::from_config},
-  };
-  return by_class;
-}
-}  // namespace
-
-std::vector<std::string> loss_types() {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : factories()) out.push_back(k);
-  return out;
+Registry<LossPtr>& registry() {
+  // Keras' class names, with its function names and aliases (keras.losses.ALL_OBJECTS_DICT).
+  static Registry<LossPtr> r("loss");
+  static const bool populated = [] {
+    r.add("BinaryCrossentropy", &BinaryCrossentropyImpl::from_config, {"binary_crossentropy", "bce", "BCE"});
+    r.add("CategoricalCrossentropy", &CategoricalCrossentropyImpl::from_config, {"categorical_crossentropy"});
+    r.add("Huber", &HuberImpl::from_config, {"huber"});
+    r.add("KLDivergence", &KLDivergenceImpl::from_config, {"kl_divergence", "kld", "KLD"});
+    r.add("MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config, {"mean_absolute_error", "mae", "MAE"});
+    r.add("MeanSquaredError", &MeanSquaredErrorImpl::from_config, {"mean_squared_error", "mse", "MSE"});
+    r.add("SparseCategoricalCrossentropy", &SparseCategoricalCrossentropyImpl::from_config,
+          {"sparse_categorical_crossentropy"});
+    return true;
+  }();
+  (void)populated;
+  return r;
 }
 
-LossPtr loss_from_config(const Config& c) {
-  // Keras' function names and aliases (keras.losses.ALL_OBJECTS_DICT).
-  static const std::map<std::string, std::string> aliases = {
-      {"binary_crossentropy", "BinaryCrossentropy"},
-      {"bce", "BinaryCrossentropy"},
-      {"BCE", "BinaryCrossentropy"},
-      {"categorical_crossentropy", "CategoricalCrossentropy"},
-      {"huber", "Huber"},
-      {"kl_divergence", "KLDivergence"},
-      {"kld", "KLDivergence"},
-      {"KLD", "KLDivergence"},
-      {"mean_absolute_error", "MeanAbsoluteError"},
-      {"mae", "MeanAbsoluteError"},
-      {"MAE", "MeanAbsoluteError"},
-      {"mean_squared_error", "MeanSquaredError"},
-      {"mse", "MeanSquaredError"},
-      {"MSE", "MeanSquaredError"},
-      {"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
-  };
-  return detail::from_registry(c, factories(), aliases, "loss");
-}
+std::vector<std::string> loss_types() { return registry().class_names(); }
+
+LossPtr loss_from_config(const Config& c) { return registry().from_config(c); }
 
 namespace detail {
 
@@ -186,30 +163,6 @@ Config without_fixed_arguments(const Config& args, const Config::Map& fixed, con
                         supported->to_json());
   }
   return rest;
-}
-
-std::pair<std::string, Config> resolve_name(const Config& c, const std::map<std::string, std::string>& aliases,
-                                            const std::string& what) {
-  std::string type;
-  Config arguments;
-  if (c.is_string()) {
-    type = c.as_string();
-  } else if (c.is_map() && c.contains("class_name")) {
-    type = c.at("class_name").as_string();
-    if (c.contains("config")) arguments = c.at("config");
-  } else {
-    throw ConfigError("a " + what + " is a name or {class_name, config}, got " + c.to_json());
-  }
-  if (auto a = aliases.find(type); a != aliases.end()) type = a->second;
-  return {type, arguments};
-}
-
-void unknown_name(const std::string& name, const std::vector<std::string>& known, const std::string& what) {
-  std::string list;
-  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-  const std::string near = tower::detail::closest_key(name, known);
-  throw ConfigError("unknown " + what + " '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                    "; known: " + list);
 }
 
 Config serialize(const std::string& type, const Config& arguments, const Config::Map& fixed) {

@@ -20,6 +20,7 @@
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 #include "api/engine/layer_options.h"
 
 namespace tower::losses {
@@ -68,6 +69,8 @@ using LossPtr = std::shared_ptr<Loss>;
 LossPtr loss_from_config(const Config& c);
 // The class names loss_from_config knows.
 std::vector<std::string> loss_types();
+// The loss classes by Keras class name, with Keras' function names as aliases (io/registry.h).
+Registry<LossPtr>& registry();
 
 // A typed, shared handle to a loss: `losses::MeanSquaredError` is a LossHolder<MeanSquaredErrorImpl>. It
 // converts to LossPtr and -> reaches the loss's own members.
@@ -172,30 +175,6 @@ Config without_fixed_arguments(const Config& args, const Config::Map& fixed, con
 
 // {"class_name": type, "config": {"name", the rest of `arguments`, then `fixed`}}.
 Config serialize(const std::string& type, const Config& arguments, const Config::Map& fixed);
-
-// The class name and arguments of a serialized loss or metric: a name alone, or {"class_name", "config"}, where
-// `aliases` maps other names (Keras' function names, snake_case forms) to class names. Throws ConfigError for
-// another shape ("a <what> is a name or {class_name, config}").
-std::pair<std::string, Config> resolve_name(const Config& c, const std::map<std::string, std::string>& aliases,
-                                            const std::string& what);
-// Throws ConfigError("unknown <what> '<name>' (did you mean ...?); known: ...").
-[[noreturn]] void unknown_name(const std::string& name, const std::vector<std::string>& known,
-                               const std::string& what);
-
-// Builds a serialized object from a table of class name -> factory (see resolve_name).
-template <class Ptr>
-Ptr from_registry(const Config& c, const std::map<std::string, std::function<Ptr(const Config&)>>& factories,
-                  const std::map<std::string, std::string>& aliases, const std::string& what) {
-  const auto [type, arguments] = resolve_name(c, aliases, what);
-  auto it = factories.find(type);
-  if (it == factories.end()) {
-    std::vector<std::string> known;
-    for (const auto& entry : factories) known.push_back(entry.first);
-    for (const auto& entry : aliases) known.push_back(entry.first);
-    unknown_name(type, known, what);
-  }
-  return it->second(arguments);
-}
 
 // An Impl from the "config" map of a serialized loss or metric: the `fixed` arguments accepted at their values, the
 // rest read into Impl::Options (errors name `type` and the key).

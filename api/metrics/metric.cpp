@@ -9,26 +9,6 @@ namespace tower::metrics {
 
 namespace {
 
-using Factory = std::function<MetricPtr(const Config&)>;
-
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> by_class = {
-      {"AUC", &AUCImpl::from_config},
-      {"Accuracy", &AccuracyImpl::from_config},
-      {"BinaryAccuracy", &BinaryAccuracyImpl::from_config},
-      {"CategoricalAccuracy", &CategoricalAccuracyImpl::from_config},
-      {"Mean", &MeanImpl::from_config},
-      {"MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config},
-      {"MeanSquaredError", &MeanSquaredErrorImpl::from_config},
-      {"Precision", &PrecisionImpl::from_config},
-      {"Recall", &RecallImpl::from_config},
-      {"SparseCategoricalAccuracy", &SparseCategoricalAccuracyImpl::from_config},
-      {"SparseTopKCategoricalAccuracy", &SparseTopKCategoricalAccuracyImpl::from_config},
-      {"TopKCategoricalAccuracy", &TopKCategoricalAccuracyImpl::from_config},
-  };
-  return by_class;
-}
-
 Config without_name(const Config& config) {
   Config out = Config::map();
   if (config.is_map() && config.contains("config"))
@@ -39,34 +19,32 @@ Config without_name(const Config& config) {
 
 }  // namespace
 
-std::vector<std::string> metric_types() {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : factories()) out.push_back(k);
-  return out;
+Registry<MetricPtr>& registry() {
+  // Keras' class names, with its snake_case names and aliases (keras.metrics.ALL_OBJECTS_DICT).
+  static Registry<MetricPtr> r("metric");
+  static const bool populated = [] {
+    r.add("AUC", &AUCImpl::from_config, {"auc"});
+    r.add("Accuracy", &AccuracyImpl::from_config, {"accuracy"});
+    r.add("BinaryAccuracy", &BinaryAccuracyImpl::from_config, {"binary_accuracy"});
+    r.add("CategoricalAccuracy", &CategoricalAccuracyImpl::from_config, {"categorical_accuracy"});
+    r.add("Mean", &MeanImpl::from_config, {"mean"});
+    r.add("MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config, {"mean_absolute_error", "mae", "MAE"});
+    r.add("MeanSquaredError", &MeanSquaredErrorImpl::from_config, {"mean_squared_error", "mse", "MSE"});
+    r.add("Precision", &PrecisionImpl::from_config, {"precision"});
+    r.add("Recall", &RecallImpl::from_config, {"recall"});
+    r.add("SparseCategoricalAccuracy", &SparseCategoricalAccuracyImpl::from_config, {"sparse_categorical_accuracy"});
+    r.add("SparseTopKCategoricalAccuracy", &SparseTopKCategoricalAccuracyImpl::from_config,
+          {"sparse_top_k_categorical_accuracy"});
+    r.add("TopKCategoricalAccuracy", &TopKCategoricalAccuracyImpl::from_config, {"top_k_categorical_accuracy"});
+    return true;
+  }();
+  (void)populated;
+  return r;
 }
 
-MetricPtr metric_from_config(const Config& c) {
-  // Keras' snake_case class names and aliases (keras.metrics.ALL_OBJECTS_DICT).
-  static const std::map<std::string, std::string> aliases = {
-      {"auc", "AUC"},
-      {"accuracy", "Accuracy"},
-      {"binary_accuracy", "BinaryAccuracy"},
-      {"categorical_accuracy", "CategoricalAccuracy"},
-      {"mean", "Mean"},
-      {"mean_absolute_error", "MeanAbsoluteError"},
-      {"mae", "MeanAbsoluteError"},
-      {"MAE", "MeanAbsoluteError"},
-      {"mean_squared_error", "MeanSquaredError"},
-      {"mse", "MeanSquaredError"},
-      {"MSE", "MeanSquaredError"},
-      {"precision", "Precision"},
-      {"recall", "Recall"},
-      {"sparse_categorical_accuracy", "SparseCategoricalAccuracy"},
-      {"sparse_top_k_categorical_accuracy", "SparseTopKCategoricalAccuracy"},
-      {"top_k_categorical_accuracy", "TopKCategoricalAccuracy"},
-  };
-  return losses::detail::from_registry(c, factories(), aliases, "metric");
-}
+std::vector<std::string> metric_types() { return registry().class_names(); }
+
+MetricPtr metric_from_config(const Config& c) { return registry().from_config(c); }
 
 namespace detail {
 

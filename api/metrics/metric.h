@@ -47,6 +47,8 @@ using MetricPtr = std::shared_ptr<Metric>;
 MetricPtr metric_from_config(const Config& c);
 // The class names metric_from_config knows.
 std::vector<std::string> metric_types();
+// The metric classes by Keras class name, with Keras' snake_case names as aliases (io/registry.h).
+Registry<MetricPtr>& registry();
 
 // A typed, shared handle to a metric: `metrics::AUC` is a MetricHolder<AUCImpl>. It converts to MetricPtr and ->
 // reaches the metric's own members.

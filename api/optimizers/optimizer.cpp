@@ -254,33 +254,9 @@ void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const
 
 namespace {
 
-using Factory = std::function<OptimizerPtr(const Config&)>;
-
-template <class Impl>
-std::pair<std::string, Factory> entry(const char* name) {
-  return {name, [name](const Config& c) -> OptimizerPtr {
-            return std::make_shared<Impl>(detail::from_config<typename Impl::Options>(c, name, {"name"}));
-          }};
-}
-
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      entry<SGDImpl>("SGD"),         entry<AdamImpl>("Adam"),         entry<AdamWImpl>("AdamW"),
-      entry<RMSpropImpl>("RMSprop"), entry<AdagradImpl>("Adagrad"),   entry<AdadeltaImpl>("Adadelta"),
-      entry<AdamaxImpl>("Adamax"),   entry<NadamImpl>("Nadam"),
-  };
-  return r;
-}
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 // Keras writes its whole base-optimizer config; the options Tower does not implement are accepted only at
 // their "off" values, and ema_momentum (meaningless without use_ema) is ignored.
 Config without_keras_extras(const Config& config, const std::string& name) {
-  if (!config.is_map()) return config;
   Config out = Config::map();
   for (const auto& [key, value] : config.as_map()) {
     if (key == "use_ema") {
@@ -297,35 +273,36 @@ Config without_keras_extras(const Config& config, const std::string& name) {
   return out;
 }
 
+template <class Impl>
+void add(Registry<OptimizerPtr>& r, const char* name, const char* alias) {
+  r.add(name, [name](const Config& c) -> OptimizerPtr {
+    return std::make_shared<Impl>(detail::from_config<typename Impl::Options>(without_keras_extras(c, name), name,
+                                                                              {"name"}));
+  }, {alias});
+}
+
 }  // namespace
 
-OptimizerPtr optimizer_from_config(const Config& c) {
-  std::string requested;
-  Config config;
-  if (c.is_string()) {
-    requested = c.as_string();
-  } else if (c.is_map() && c.contains("class_name")) {
-    for (const auto& [key, value] : c.as_map()) {
-      (void)value;
-      if (key != "class_name" && key != "config" && key != "module" && key != "registered_name")
-        throw ConfigError("optimizer: unknown key '" + key + "' (expected class_name and config)");
-    }
-    requested = c.at("class_name").as_string();
-    if (c.contains("config")) config = c.at("config");
-  } else {
-    throw ConfigError("optimizer: expected a name (\"adam\") or {\"class_name\": ..., \"config\": {...}}, got " +
-                      c.to_json());
-  }
-  std::string known;
-  std::vector<std::string> names;
-  for (const auto& [name, make] : registry()) {
-    if (name == requested || lower(name) == lower(requested)) return make(without_keras_extras(config, name));
-    known += (known.empty() ? "" : ", ") + lower(name);
-    names.push_back(lower(name));
-  }
-  const std::string near = tower::detail::closest_key(lower(requested), names);
-  throw ConfigError("unknown optimizer '" + requested + "'" +
-                    (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "; known: " + known);
+Registry<OptimizerPtr>& registry() {
+  // Keras' class names, with its lower-case names ("adam", "sgd") as aliases.
+  static Registry<OptimizerPtr> r("optimizer");
+  static const bool populated = [] {
+    add<SGDImpl>(r, "SGD", "sgd");
+    add<AdamImpl>(r, "Adam", "adam");
+    add<AdamWImpl>(r, "AdamW", "adamw");
+    add<RMSpropImpl>(r, "RMSprop", "rmsprop");
+    add<AdagradImpl>(r, "Adagrad", "adagrad");
+    add<AdadeltaImpl>(r, "Adadelta", "adadelta");
+    add<AdamaxImpl>(r, "Adamax", "adamax");
+    add<NadamImpl>(r, "Nadam", "nadam");
+    return true;
+  }();
+  (void)populated;
+  return r;
 }
+
+std::vector<std::string> optimizer_types() { return registry().class_names(); }
+
+OptimizerPtr optimizer_from_config(const Config& c) { return registry().from_config(c); }
 
 }  // namespace tower::optimizers

@@ -33,6 +33,7 @@
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 #include "api/engine/layer.h"
 #include "api/optimizers/schedules.h"
 
@@ -173,5 +174,9 @@ class OptimizerHolder {
 // ConfigError for an unknown optimizer (listing the known ones), an unknown argument (naming the closest known
 // one), or a Keras option Tower does not implement (use_ema, loss_scale_factor, gradient_accumulation_steps).
 OptimizerPtr optimizer_from_config(const Config& c);
+// The class names optimizer_from_config knows.
+std::vector<std::string> optimizer_types();
+// The optimizer classes by Keras class name, with Keras' lower-case names as aliases (io/registry.h).
+Registry<OptimizerPtr>& registry();
 
 }  // namespace tower::optimizers

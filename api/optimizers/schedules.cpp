@@ -193,25 +193,9 @@ class CosineDecayRestartsImpl final : public Schedule<CosineDecayRestartsOptions
   }
 };
 
-using Factory = std::function<SchedulePtr(const Config&)>;
-
 template <class Options, class Make>
-std::pair<std::string, Factory> entry(const char* name, Make make) {
-  return {name, [name, make](const Config& c) {
-            return make(detail::from_config<Options>(c, name, {"name"}));
-          }};
-}
-
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> r = {
-      entry<ExponentialDecayOptions>("ExponentialDecay", ExponentialDecay),
-      entry<PiecewiseConstantDecayOptions>("PiecewiseConstantDecay", PiecewiseConstantDecay),
-      entry<PolynomialDecayOptions>("PolynomialDecay", PolynomialDecay),
-      entry<InverseTimeDecayOptions>("InverseTimeDecay", InverseTimeDecay),
-      entry<CosineDecayOptions>("CosineDecay", CosineDecay),
-      entry<CosineDecayRestartsOptions>("CosineDecayRestarts", CosineDecayRestarts),
-  };
-  return r;
+void add(Registry<SchedulePtr>& r, const char* name, Make make) {
+  r.add(name, [name, make](const Config& c) { return make(detail::from_config<Options>(c, name, {"name"})); });
 }
 
 }  // namespace
@@ -229,28 +213,28 @@ SchedulePtr CosineDecayRestarts(CosineDecayRestartsOptions o) {
   return std::make_shared<CosineDecayRestartsImpl>(std::move(o));
 }
 
+Registry<SchedulePtr>& registry() {
+  static Registry<SchedulePtr> r("learning-rate schedule");
+  static const bool populated = [] {
+    add<ExponentialDecayOptions>(r, "ExponentialDecay", ExponentialDecay);
+    add<PiecewiseConstantDecayOptions>(r, "PiecewiseConstantDecay", PiecewiseConstantDecay);
+    add<PolynomialDecayOptions>(r, "PolynomialDecay", PolynomialDecay);
+    add<InverseTimeDecayOptions>(r, "InverseTimeDecay", InverseTimeDecay);
+    add<CosineDecayOptions>(r, "CosineDecay", CosineDecay);
+    add<CosineDecayRestartsOptions>(r, "CosineDecayRestarts", CosineDecayRestarts);
+    return true;
+  }();
+  (void)populated;
+  return r;
+}
+
+std::vector<std::string> schedule_types() { return registry().class_names(); }
+
 SchedulePtr schedule_from_config(const Config& c) {
-  if (!c.is_map() || !c.contains("class_name"))
+  if (!c.is_map())
     throw ConfigError("learning-rate schedule: expected {\"class_name\": ..., \"config\": {...}}, got " +
                       c.to_json());
-  for (const auto& [key, value] : c.as_map()) {
-    (void)value;
-    if (key != "class_name" && key != "config" && key != "module" && key != "registered_name")
-      throw ConfigError("learning-rate schedule: unknown key '" + key +
-                        "' (expected class_name and config)");
-  }
-  const std::string& name = c.at("class_name").as_string();
-  const Config config = c.contains("config") ? c.at("config") : Config();
-  std::string known;
-  std::vector<std::string> names;
-  for (const auto& [n, make] : registry()) {
-    if (n == name) return make(config);
-    known += (known.empty() ? "" : ", ") + n;
-    names.push_back(n);
-  }
-  const std::string near = tower::detail::closest_key(name, names);
-  throw ConfigError("unknown learning-rate schedule '" + name + "'" +
-                    (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "; known: " + known);
+  return registry().from_config(c);
 }
 
 Config LearningRate::to_config() const { return schedule_ ? schedule_->get_config() : Config(value_); }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "api/io/config.h"
+#include "api/io/registry.h"
 #include "api/engine/layer_options.h"
 
 namespace tower::optimizers::schedules {
@@ -140,6 +141,10 @@ SchedulePtr CosineDecayRestarts(CosineDecayRestartsOptions o);
 // From {"class_name", "config"}; an unknown class lists the known ones, an unknown argument names the closest
 // known one. Keras' "name" argument is accepted and ignored.
 SchedulePtr schedule_from_config(const Config& c);
+// The class names schedule_from_config knows.
+std::vector<std::string> schedule_types();
+// The schedule classes by Keras class name (io/registry.h).
+Registry<SchedulePtr>& registry();
 
 Config to_value(const LearningRate& v);
 void from_value(const Config& c, LearningRate& v);

@@ -1,16 +1,58 @@
 #include "api/regularizers/regularizers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 namespace tower::regularizers {
 
+namespace {
+
+// A regularizer class: its factors, each read from the config or at its default.
+Registry<Regularizer>::Factory factors(const std::string& type, std::vector<std::pair<std::string, double>> keys) {
+  return [type, keys](const Config& args) {
+    std::vector<std::string> names;
+    for (const auto& [key, fallback] : keys) names.push_back(key);
+    for (const auto& [key, value] : args.as_map())
+      if (std::find(names.begin(), names.end(), key) == names.end()) {
+        const std::string near = tower::detail::closest_key(key, names);
+        throw ConfigError("regularizer " + type + ": unknown argument '" + key + "'" +
+                          (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));
+      }
+    Regularizer r;
+    for (const auto& [key, fallback] : keys) {
+      const double f = args.contains(key) ? args.at(key).as_double() : fallback;
+      (key == "l1" ? r.l1 : r.l2) = f;
+    }
+    return r;
+  };
+}
+
+}  // namespace
+
+Registry<Regularizer>& registry() {
+  // Keras' class names, with its snake_case names as aliases. L1 and L2 default to 0.01; L1L2 to 0.01 each when
+  // named alone (Keras' l1_l2()), to 0 for a factor its config leaves out (Keras' L1L2(l1=...)).
+  static Registry<Regularizer> r("regularizer");
+  static const bool populated = [] {
+    r.add("L1", factors("L1", {{"l1", 0.01}}), {"l1"});
+    r.add("L2", factors("L2", {{"l2", 0.01}}), {"l2"});
+    r.add("L1L2", [](const Config& args) {
+      return args.as_map().empty() ? L1L2(0.01, 0.01) : factors("L1L2", {{"l1", 0.0}, {"l2", 0.0}})(args);
+    }, {"l1_l2"});
+    return true;
+  }();
+  (void)populated;
+  return r;
+}
+
 Regularizer::Regularizer(std::string name) {
-  if (name == "l1" || name == "L1") l1 = 0.01;
-  else if (name == "l2" || name == "L2") l2 = 0.01;
-  else if (name == "l1_l2" || name == "L1L2") l1 = l2 = 0.01;
-  else throw std::invalid_argument("unknown regularizer '" + name + "' (known: l1, l2, l1_l2)");
+  try {
+    *this = registry().from_config(Config(name));
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 double Regularizer::penalty(const Tensor& w) const {
@@ -59,21 +101,7 @@ Config Regularizer::to_config() const {
 
 Regularizer Regularizer::from_config(const Config& c) {
   if (c.is_null()) return {};
-  if (c.is_string()) return Regularizer(c.as_string());
-  if (!c.is_map() || !c.contains("class_name"))
-    throw ConfigError("a regularizer is null, a name or {class_name, config}, got " + c.to_json());
-  Regularizer r;
-  const std::string& cls = c.at("class_name").as_string();
-  if (cls != "L1" && cls != "L2" && cls != "L1L2")
-    throw ConfigError("unknown regularizer class '" + cls + "' (known: L1, L2, L1L2)");
-  if (c.contains("config")) {
-    for (const auto& [k, v] : c.at("config").as_map()) {
-      if (k == "l1") r.l1 = v.as_double();
-      else if (k == "l2") r.l2 = v.as_double();
-      else throw ConfigError("regularizer " + cls + ": unknown argument '" + k + "'");
-    }
-  }
-  return r;
+  return registry().from_config(c);
 }
 
 Regularizer L1(double l1) { return L1L2(l1, 0.0); }

@@ -2,9 +2,12 @@
 // Weight regularizers (Keras' L1, L2, L1L2): a penalty added to the training loss and its gradient added
 // to the weight's gradient. An empty Regularizer (the default) adds nothing.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
+#include "api/io/registry.h"
 
 namespace tower::regularizers {
 
@@ -24,6 +27,9 @@ struct Regularizer {
   Config to_config() const;  // null when inactive
   static Regularizer from_config(const Config& c);
 };
+
+// The regularizer classes by Keras class name, with Keras' snake_case names as aliases (io/registry.h).
+Registry<Regularizer>& registry();
 
 Regularizer L1(double l1 = 0.01);
 Regularizer L2(double l2 = 0.01);

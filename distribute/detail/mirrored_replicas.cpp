@@ -15,7 +15,7 @@ namespace tower::distribute::detail {
 MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> devices, CrossDeviceOpsPtr ops,
                                    std::shared_ptr<Communicator> workers, std::string who)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
-      who_(std::move(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
+      who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
       last_plan_(static_cast<std::size_t>(local_), nullptr), parts_(static_cast<std::size_t>(local_), nullptr),
       errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()) {
   for (const LogicalDevice& d : devices_)

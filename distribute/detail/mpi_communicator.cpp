@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "distribute/detail/communicator.h"
+#include "distribute/logical_device.h"
 
 #ifdef TOWER_WITH_MPI
 #include <mpi.h>
@@ -18,7 +19,8 @@ namespace tower::distribute::detail {
 
 bool mpi_built() { return false; }
 
-std::shared_ptr<Communicator> mpi_world(double, const std::string& who) {
+std::shared_ptr<Communicator> mpi_world(double, const std::string& caller) {
+  const std::string who = message_prefix(caller);
   throw std::runtime_error(who + "this build of Tower has no MPI support. Install Open MPI (Debian: openmpi-bin "
                                  "libopenmpi-dev, see scripts/install-deps.sh) and configure again.");
 }
@@ -207,7 +209,8 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::shared_ptr<Communicator> mpi_world(double timeout_seconds, const std::string& who) {
+std::shared_ptr<Communicator> mpi_world(double timeout_seconds, const std::string& caller) {
+  const std::string who = message_prefix(caller);
   if (!(timeout_seconds > 0))
     throw std::invalid_argument(who + "timeout_seconds must be positive, got " + std::to_string(timeout_seconds));
   MpiRuntime::ensure(who);

@@ -34,6 +34,31 @@ TEST(LogicalDevice, RejectsUnknownNames) {
   }
 }
 
+TEST(LogicalDevice, MessagesStartWithTheCallerAndOneSeparator) {
+  EXPECT_EQ(message_prefix(""), "");
+  EXPECT_EQ(message_prefix("MirroredStrategy"), "MirroredStrategy: ");
+  EXPECT_EQ(message_prefix("MirroredStrategy: "), "MirroredStrategy: ");
+  for (const char* who : {"Who", "Who: "}) {
+    try {
+      parse_logical_device("tpu:0", who);
+      ADD_FAILURE() << "accepted tpu:0";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("Who: unknown device 'tpu:0'", 0), 0u) << e.what();
+    }
+    try {
+      parse_device_list({}, who);
+      ADD_FAILURE() << "accepted an empty list";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("Who: the device list is empty", 0), 0u) << e.what();
+    }
+  }
+  try {
+    parse_logical_device("tpu:0", "");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("unknown device 'tpu:0'", 0), 0u) << e.what();
+  }
+}
+
 TEST(LogicalDevice, DeviceLists) {
   EXPECT_EQ(parse_device_list({"cpu:0", "/cpu:1"}, "").size(), 2u);
   EXPECT_THROW(parse_device_list({}, ""), std::invalid_argument);

@@ -96,7 +96,7 @@ TEST(ExperimentErrors, AWrongTypeNamesTheKeyAndTheExpectedType) {
 
 TEST(ExperimentErrors, AnUnknownLayerTypeListsTheKnownOnes) {
   expect_error_at([] { check(with("type: Conv2D", "type: Conv2d")); }, "exp.yaml", 8, 14,
-                  {"model.layers[0].type: unknown layer type 'Conv2d' (did you mean 'Conv2D'?)", "known types:",
+                  {"model.layers[0].type: unknown layer type 'Conv2d' (did you mean 'Conv2D'?)", "known: Activation",
                    "BatchNormalization", "DepthwiseConv2D", "MaxPooling2D"});
   expect_error_at([] { check(with("optimizer: {type: Adam, learning_rate: 0.001}", "optimizer: adamm")); },
                   "exp.yaml", 12, 14, {"unknown optimizer 'adamm' (did you mean 'adam'?)", "sgd"});
@@ -154,6 +154,11 @@ compile: {optimizer: adam, loss: mse}
 TEST(ExperimentErrors, CombinationsThatDoNotFitAreRefused) {
   expect_error_at([] { check(with("  classes: 3\n", "  classes: 3\n  image_size: [8, 8]\n")); }, "exp.yaml", 6, 3,
                   {"'image_size' applies to source image_directory, not synthetic"});
+  // The location names the key; the message follows it after one separator.
+  expect_error_at([] { check(kValid + "strategy: {type: mirrored, devices: [tpu:0]}\n"); }, "exp.yaml", 18, 38,
+                  {"strategy.devices[0]: unknown device 'tpu:0'. Available devices: cpu:0"});
+  expect_error_at([] { check(kValid + "strategy: {type: one_device, device: tpu:1}\n"); }, "exp.yaml", 18, 38,
+                  {"strategy.device: unknown device 'tpu:1'. Available devices: cpu:0"});
   expect_error_at([] { check(kValid + "strategy: {type: default, devices: [cpu]}\n"); }, "exp.yaml", 18, 27,
                   {"'devices' applies to strategy type mirrored, not default"});
   expect_error_at([] { check(kValid, {"data.preprocessing=[{type: random_flip}, {type: resize, height: 4, width: 4}]"}); },

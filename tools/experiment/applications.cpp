@@ -1,45 +1,34 @@
 #include "tools/experiment/applications.h"
 
-#include <map>
-#include <mutex>
-
-#include "api/losses/loss.h"
+#include "api/io/registry.h"
 
 namespace tower::experiment {
 
 namespace {
-std::mutex registry_mutex;
-std::map<std::string, Application>& registry() {
-  static std::map<std::string, Application> r;
+// An application with its options read: builds the model for one example shape of the data.
+using Builder = std::function<Model(const Shape& data_shape)>;
+
+Registry<Builder>& registry() {
+  static Registry<Builder> r("application");
   return r;
 }
 }  // namespace
 
 void register_application(const std::string& name, Application application) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  registry()[name] = std::move(application);
+  registry().add(name, [build = std::move(application.build)](const Config& options) -> Builder {
+    return [build, options](const Shape& data_shape) { return build(options, data_shape); };
+  });
 }
 
-std::vector<std::string> application_names() {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  std::vector<std::string> out;
-  for (const auto& [k, v] : registry()) out.push_back(k);
-  return out;
-}
+std::vector<std::string> application_names() { return registry().class_names(); }
 
 Model application_from_config(const std::string& name, const Config& options, const Shape& data_shape) {
-  Application app;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    auto it = registry().find(name);
-    if (it != registry().end()) app = it->second;
-  }
-  if (!app.build) {
-    const std::vector<std::string> known = application_names();
-    if (known.empty()) throw ConfigError("unknown application '" + name + "': this build has no applications");
-    losses::detail::unknown_name(name, known, "application");
-  }
-  return app.build(options.is_null() ? Config::map() : options, data_shape);
+  if (application_names().empty())
+    throw ConfigError("unknown application '" + name + "': this build has no applications");
+  Config serialized = Config::map();
+  serialized.set("class_name", name);
+  serialized.set("config", options.is_null() ? Config::map() : options);
+  return registry().from_config(serialized)(data_shape);
 }
 
 }  // namespace tower::experiment

@@ -30,12 +30,7 @@ Shape shape_of(const LocatedConfig& c) {
 // The layer of a {type: ..., <arguments>} spec (without `inputs`), through the layer registry.
 LayerPtr make_layer(const LocatedConfig& spec) {
   const std::string& type = spec["type"].as_string();
-  const std::vector<std::string> known = registered_layer_types();
-  if (std::find(known.begin(), known.end(), type) == known.end()) {
-    const std::string near = tower::detail::closest_key(type, known);
-    spec["type"].fail("unknown layer type '" + type + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                      "; known types: " + join(known));
-  }
+  if (layer_registry().find(type).empty()) spec["type"].locate([&] { layer_registry().resolve(Config(type)); });
   return spec.locate([&] { return layer_from_config(to_keras_form(without_keys(spec.value(), {"inputs"}))); });
 }
 

@@ -287,7 +287,8 @@ void check_fit(Document& doc) {
 
 void check_device(const LocatedConfig& c) {
   const std::string& text = c.as_string();
-  c.locate([&] { return distribute::parse_logical_device(text, "device"); });
+  // The location names the key, so the message needs no caller.
+  c.locate([&] { return distribute::parse_logical_device(text, ""); });
 }
 
 void check_strategy(Document& doc) {
