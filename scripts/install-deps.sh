@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ make pkg-config ccache
   libdnnl-dev        # oneDNN: CPU convolution, pooling, batch norm, GEMM
+  ocl-icd-opencl-dev # oneDNN's CMake config (dnnl-config.cmake) requires OpenCL; Debian only recommends it
   libyaml-cpp-dev    # YAML experiment files
   libstb-dev         # stb_image: PNG/JPEG/BMP decoding
   libgtest-dev       # GoogleTest
