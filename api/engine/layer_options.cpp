@@ -82,4 +82,26 @@ void from_value(const Config& c, activations::Activation& v) {
   v = activations::Activation(c.is_null() ? std::string("linear") : c.as_string());
 }
 
+Config to_value(const std::vector<std::int64_t>& v) {
+  Config c = Config::list();
+  for (std::int64_t x : v) c.push_back(x);
+  return c;
+}
+
+Config to_value(const std::vector<double>& v) {
+  Config c = Config::list();
+  for (double x : v) c.push_back(x);
+  return c;
+}
+
+void from_value(const Config& c, std::vector<std::int64_t>& v) {
+  v.clear();
+  for (const Config& x : c.as_list()) v.push_back(x.as_int());
+}
+
+void from_value(const Config& c, std::vector<double>& v) {
+  v.clear();
+  for (const Config& x : c.as_list()) v.push_back(x.as_double());
+}
+
 }  // namespace tower::detail

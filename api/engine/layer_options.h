@@ -10,6 +10,7 @@
 //
 // and options_to_config / options_from_config do the rest, with errors that name the key.
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,8 @@ Config to_value(const std::string& v);
 Config to_value(const Size2& v);
 Config to_value(const Padding2D& v);
 Config to_value(const std::vector<int>& v);
+Config to_value(const std::vector<std::int64_t>& v);
+Config to_value(const std::vector<double>& v);
 Config to_value(const Shape& v);
 Config to_value(const initializers::Initializer& v);
 Config to_value(const regularizers::Regularizer& v);
@@ -70,6 +73,8 @@ void from_value(const Config& c, std::string& v);
 void from_value(const Config& c, Size2& v);
 void from_value(const Config& c, Padding2D& v);
 void from_value(const Config& c, std::vector<int>& v);
+void from_value(const Config& c, std::vector<std::int64_t>& v);
+void from_value(const Config& c, std::vector<double>& v);
 void from_value(const Config& c, Shape& v);
 void from_value(const Config& c, initializers::Initializer& v);
 void from_value(const Config& c, regularizers::Regularizer& v);
@@ -86,17 +91,22 @@ template <class T> void from_value(const Config& c, std::optional<T>& v) {
 
 }  // namespace detail
 
+// Field types of other modules (LearningRate) bring their own to_value / from_value, found by argument-dependent
+// lookup.
 template <class Options>
 Config options_to_config(const Options& options) {
+  using detail::to_value;
   Config c = Config::map();
-  const_cast<Options&>(options).visit([&](const char* key, const auto& value) { c.set(key, detail::to_value(value)); });
+  const_cast<Options&>(options).visit([&](const char* key, const auto& value) { c.set(key, to_value(value)); });
   return c;
 }
 
-// Reads every key of `c` into a default-constructed Options. Unknown keys throw ConfigError naming the layer
-// type, the key and the closest known key; wrong types name the key and the expected type.
+// Reads every key of `c` into a default-constructed Options. Keys in `ignored` are skipped, and so are Keras'
+// trainable, dtype and autocast (Tower keeps float32). Unknown keys throw ConfigError naming `what` (the layer
+// type), the key and the closest known key; wrong types name the key and the expected type.
 template <class Options>
-Options options_from_config(const Config& c, const std::string& what) {
+Options options_from_config(const Config& c, const std::string& what, std::initializer_list<const char*> ignored = {}) {
+  using detail::from_value;
   Options options;
   if (c.is_null()) return options;
   if (!c.is_map()) throw ConfigError(what + ": expected a map of arguments, got " + c.type_name());
@@ -111,7 +121,7 @@ Options options_from_config(const Config& c, const std::string& what) {
       if (found || key != k) return;
       found = true;
       try {
-        detail::from_value(value, field);
+        from_value(value, field);
       } catch (const std::exception& e) {
         throw ConfigError(what + ": argument '" + key + "': " + e.what());
       }
@@ -119,6 +129,9 @@ Options options_from_config(const Config& c, const std::string& what) {
     if (!found) {
       // Keras serializes these for every layer; Tower keeps float32 only.
       if (key == "trainable" || key == "dtype" || key == "autocast") continue;
+      bool skip = false;
+      for (const char* i : ignored) skip = skip || key == i;
+      if (skip) continue;
       const std::string near = detail::closest_key(key, known);
       throw ConfigError(what + ": unknown argument '" + key + "'" +
                         (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));

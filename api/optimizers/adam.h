@@ -45,7 +45,7 @@ class AdamImpl : public Optimizer {
   AdamImpl(std::string type, Options options);
   void build_slots(const Variable& variable) override;
   void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
-  Config own_config() const override { return detail::to_config(options_); }
+  Config own_config() const override { return options_to_config(options_); }
 
  private:
   Options options_;

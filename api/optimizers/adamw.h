@@ -36,7 +36,7 @@ class AdamWImpl : public AdamImpl {
   const Options& options() const { return options_; }
 
  protected:
-  Config own_config() const override { return detail::to_config(options_); }
+  Config own_config() const override { return options_to_config(options_); }
 
  private:
   Options options_;

@@ -70,10 +70,10 @@ Config Optimizer::get_config() const {
   const Config own = own_config();
   for (const auto& [key, value] : own.as_map()) c.set(key, value);
   c.set("learning_rate", learning_rate_.to_config());
-  c.set("weight_decay", detail::to_value(base_.weight_decay));
-  c.set("clipnorm", detail::to_value(base_.clipnorm));
-  c.set("global_clipnorm", detail::to_value(base_.global_clipnorm));
-  c.set("clipvalue", detail::to_value(base_.clipvalue));
+  c.set("weight_decay", tower::detail::to_value(base_.weight_decay));
+  c.set("clipnorm", tower::detail::to_value(base_.clipnorm));
+  c.set("global_clipnorm", tower::detail::to_value(base_.global_clipnorm));
+  c.set("clipvalue", tower::detail::to_value(base_.clipvalue));
   return c;
 }
 
@@ -276,8 +276,7 @@ Config without_keras_extras(const Config& config, const std::string& name) {
 template <class Impl>
 void add(Registry<OptimizerPtr>& r, const char* name, const char* alias) {
   r.add(name, [name](const Config& c) -> OptimizerPtr {
-    return std::make_shared<Impl>(detail::from_config<typename Impl::Options>(without_keras_extras(c, name), name,
-                                                                              {"name"}));
+    return std::make_shared<Impl>(options_from_config<typename Impl::Options>(without_keras_extras(c, name), name, {"name"}));
   }, {alias});
 }
 

@@ -8,32 +8,6 @@
 
 namespace tower::optimizers {
 
-namespace detail {
-
-Config to_value(const std::vector<std::int64_t>& v) {
-  Config c = Config::list();
-  for (std::int64_t x : v) c.push_back(x);
-  return c;
-}
-
-Config to_value(const std::vector<double>& v) {
-  Config c = Config::list();
-  for (double x : v) c.push_back(x);
-  return c;
-}
-
-void from_value(const Config& c, std::vector<std::int64_t>& v) {
-  v.clear();
-  for (const Config& x : c.as_list()) v.push_back(x.as_int());
-}
-
-void from_value(const Config& c, std::vector<double>& v) {
-  v.clear();
-  for (const Config& x : c.as_list()) v.push_back(x.as_double());
-}
-
-}  // namespace detail
-
 namespace schedules {
 
 namespace {
@@ -54,7 +28,7 @@ class Schedule : public LearningRateSchedule {
   Config get_config() const final {
     Config c = Config::map();
     c.set("class_name", type_);
-    c.set("config", detail::to_config(options_));
+    c.set("config", options_to_config(options_));
     return c;
   }
 
@@ -195,7 +169,7 @@ class CosineDecayRestartsImpl final : public Schedule<CosineDecayRestartsOptions
 
 template <class Options, class Make>
 void add(Registry<SchedulePtr>& r, const char* name, Make make) {
-  r.add(name, [name, make](const Config& c) { return make(detail::from_config<Options>(c, name, {"name"})); });
+  r.add(name, [name, make](const Config& c) { return make(options_from_config<Options>(c, name, {"name"})); });
 }
 
 }  // namespace
