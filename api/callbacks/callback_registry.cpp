@@ -80,17 +80,24 @@ void require_argument(const std::string& value, const std::string& key, const st
   if (value.empty()) throw ConfigError(type + ": missing required argument '" + key + "'");
 }
 
+// The arguments of a callback that saves (Args::o has save_freq), save_freq included.
+template <class Args>
+Args read_saving_arguments(const Config& c, const std::string& type) {
+  Config args = c;
+  const auto freq = take_save_freq(args, type);
+  Args a = options_from_config<Args>(args, type);
+  a.o.save_freq = freq;
+  return a;
+}
+
 }  // namespace
 
 Registry<CallbackPtr>& registry() {
   static Registry<CallbackPtr> r("callback");
   static const bool populated = [] {
     r.add("BackupAndRestore", [](const Config& c) -> CallbackPtr {
-      Config args = c;
-      const auto freq = take_save_freq(args, "BackupAndRestore");
-      BackupAndRestoreArgs a = options_from_config<BackupAndRestoreArgs>(args, "BackupAndRestore");
+      const auto a = read_saving_arguments<BackupAndRestoreArgs>(c, "BackupAndRestore");
       require_argument(a.backup_dir, "backup_dir", "BackupAndRestore");
-      a.o.save_freq = freq;
       return std::make_shared<BackupAndRestore>(a.backup_dir, a.o);
     });
     r.add("CSVLogger", [](const Config& c) -> CallbackPtr {
@@ -110,11 +117,8 @@ Registry<CallbackPtr>& registry() {
       return std::make_shared<LiveMonitor>(options_from_config<LiveMonitorOptions>(c, "LiveMonitor"));
     });
     r.add("ModelCheckpoint", [](const Config& c) -> CallbackPtr {
-      Config args = c;
-      const auto freq = take_save_freq(args, "ModelCheckpoint");
-      ModelCheckpointArgs a = options_from_config<ModelCheckpointArgs>(args, "ModelCheckpoint");
+      const auto a = read_saving_arguments<ModelCheckpointArgs>(c, "ModelCheckpoint");
       require_argument(a.filepath, "filepath", "ModelCheckpoint");
-      a.o.save_freq = freq;
       return std::make_shared<ModelCheckpoint>(a.filepath, a.o);
     });
     r.add("ReduceLROnPlateau", [](const Config& c) -> CallbackPtr {

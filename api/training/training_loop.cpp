@@ -358,6 +358,26 @@ std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::
   return s;
 }
 
+std::int64_t TrainingLoop::steps_of(const data::Dataset& data, std::optional<std::int64_t> steps) {
+  const std::int64_t card = data.cardinality();
+  return steps ? *steps : card >= 0 ? card : -1;
+}
+
+void TrainingLoop::start_callbacks(std::vector<CallbackPtr>& cbs, int verbose, int epochs, std::int64_t steps,
+                                   CallbackPtr last) {
+  // Only the chief of a multi-worker strategy shows progress.
+  if (verbose > 0 && model_.is_chief()) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  if (last) cbs.push_back(std::move(last));
+  callbacks::Params params;
+  params.epochs = epochs;
+  params.verbose = verbose;
+  params.steps = steps;
+  each(cbs, [&](callbacks::Callback& cb) {
+    cb.set_model(&model_);
+    cb.set_params(params);
+  });
+}
+
 Logs TrainingLoop::train_on_batch(const data::Element& batch) {
   require_compiled("train_on_batch()");
   reset_metrics();
@@ -376,17 +396,7 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
                             const std::vector<CallbackPtr>* fit_callbacks) {
   require_compiled("evaluate()");
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
-  if (!fit_callbacks && options.verbose > 0 && model_.is_chief())
-    cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  callbacks::Params params;
-  params.verbose = options.verbose;
-  const std::int64_t card = data.cardinality();
-  params.steps = options.steps ? *options.steps : card >= 0 ? card : -1;
-  if (!fit_callbacks)
-    each(cbs, [&](callbacks::Callback& cb) {
-      cb.set_model(&model_);
-      cb.set_params(params);
-    });
+  if (!fit_callbacks) start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
   reset_metrics();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_begin(Logs()); });
   auto it = data.make_iterator();
@@ -399,15 +409,7 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
 
 std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const PredictOptions& options) {
   std::vector<CallbackPtr> cbs = options.callbacks;
-  if (options.verbose > 0 && model_.is_chief()) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  callbacks::Params params;
-  params.verbose = options.verbose;
-  const std::int64_t card = data.cardinality();
-  params.steps = options.steps ? *options.steps : card >= 0 ? card : -1;
-  each(cbs, [&](callbacks::Callback& cb) {
-    cb.set_model(&model_);
-    cb.set_params(params);
-  });
+  start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
   predictions_.assign(model_.outputs().size(), {});
   auto it = data.make_iterator();
@@ -437,18 +439,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   class_weight_ = options.class_weight;
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
-  // Only the chief of a multi-worker strategy shows progress.
-  if (options.verbose > 0 && model_.is_chief()) cbs.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  cbs.push_back(history);
-  callbacks::Params params;
-  params.epochs = options.epochs;
-  params.verbose = options.verbose;
-  const std::int64_t card = train.cardinality();
-  params.steps = options.steps_per_epoch ? *options.steps_per_epoch : card >= 0 ? card : -1;
-  each(cbs, [&](callbacks::Callback& cb) {
-    cb.set_model(&model_);
-    cb.set_params(params);
-  });
+  start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);
   model_.stop_training = false;
   model_.resume_epoch = -1;
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });

@@ -106,6 +106,12 @@ class TrainingLoop {
   };
 
   void require_compiled(const char* what) const;
+  // Batches per epoch: `steps` when given, else the dataset's cardinality, else -1 (unknown).
+  static std::int64_t steps_of(const data::Dataset& data, std::optional<std::int64_t> steps);
+  // Readies the callbacks of a fit, evaluate or predict: a progress bar on the chief when `verbose`, then `last`
+  // (fit's History), and every callback given the model and the run's params.
+  void start_callbacks(std::vector<callbacks::CallbackPtr>& cbs, int verbose, int epochs, std::int64_t steps,
+                       callbacks::CallbackPtr last = nullptr);
   // The epoch driver: runs `mode` on batches from `it` until `steps` have run (every batch when unset), calling
   // the mode's batch hooks of `cbs` around each. With `restart` (fit with steps_per_epoch), an exhausted
   // iterator is made again from `data` once per exhaustion. Returns the number of batches run.
