@@ -12,7 +12,7 @@ Registry<Activation>& registry() {
     const auto add = [](const std::string& name, ActivationKind kind, backend::ActivationParams params = {},
                         bool softmax = false) {
       r.add(name, [=](const Config& args) {
-        if (!args.as_map().empty()) throw ConfigError("activation '" + name + "' takes no arguments");
+        tower::detail::check_arguments(args, {}, "activation " + name);
         return Activation(name, kind, params, softmax);
       });
     };
@@ -45,11 +45,7 @@ Registry<Activation>& registry() {
 
 Activation::Activation(std::string name) {
   if (name.empty() || name == "None" || name == "none") name = "linear";
-  try {
-    *this = registry().from_config(Config(name));
-  } catch (const ConfigError& e) {
-    throw std::invalid_argument(e.what());
-  }
+  *this = registry().from_name(name);
 }
 
 bool Activation::output_suffices() const {

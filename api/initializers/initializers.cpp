@@ -51,16 +51,8 @@ std::vector<std::string> arguments_of(const std::string& snake) {
 Initializer read_arguments(const Known& k, const Config& args) {
   Initializer init;
   init.name = k.snake;
-  const std::vector<std::string> known = arguments_of(k.snake);
+  tower::detail::check_arguments(args, arguments_of(k.snake), "initializer " + std::string(k.camel));
   for (const auto& [key, v] : args.as_map()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      const std::string near = tower::detail::closest_key(key, known);
-      std::string list;
-      for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
-      throw ConfigError("initializer " + std::string(k.camel) + ": unknown argument '" + key + "'" +
-                        (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "; its arguments: " +
-                        (list.empty() ? "none" : list));
-    }
     if (key == "mean") init.mean = v.as_double();
     else if (key == "stddev") init.stddev = v.as_double();
     else if (key == "minval") init.minval = v.as_double();
@@ -89,13 +81,7 @@ Registry<Initializer>& registry() {
   return r;
 }
 
-Initializer::Initializer(std::string n) {
-  try {
-    *this = registry().from_config(Config(n));
-  } catch (const ConfigError& e) {
-    throw std::invalid_argument(e.what());
-  }
-}
+Initializer::Initializer(std::string n) { *this = registry().from_name(n); }
 
 void Initializer::operator()(Tensor& t) const {
   const Index n = t.numel();

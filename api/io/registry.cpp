@@ -46,6 +46,18 @@ std::pair<std::string, Config> read_serialized(const Config& serialized, const s
   return {name, has_config ? serialized.at("config") : Config::map()};
 }
 
+void check_arguments(const Config& arguments, const std::vector<std::string>& known, const std::string& what) {
+  for (const auto& [key, value] : arguments.as_map()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    const std::string near = closest_key(key, known);
+    throw ConfigError(what + ": unknown argument '" + key + "'" +
+                      (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "; its arguments: " +
+                      (list.empty() ? "none" : list));
+  }
+}
+
 void unknown_name(const std::string& name, const std::vector<std::string>& known, const std::string& what) {
   std::string list;
   for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;

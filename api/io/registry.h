@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
 // inbound_nodes, build_config).
 std::pair<std::string, Config> read_serialized(const Config& serialized, const std::string& what,
                                                const std::vector<std::string>& extra_keys = {});
+// Throws ConfigError("<what>: unknown argument '<key>' (did you mean '<closest>'?); its arguments: <known>") for
+// a key of `arguments` (a map) that is not in `known`.
+void check_arguments(const Config& arguments, const std::vector<std::string>& known, const std::string& what);
 [[noreturn]] void unknown_name(const std::string& name, const std::vector<std::string>& known,
                                const std::string& what);
 }  // namespace detail
@@ -67,6 +71,15 @@ class Registry {
     const std::string class_name = find(name);
     if (class_name.empty()) detail::unknown_name(name, names(), what_);
     return {class_name, arguments};
+  }
+
+  // For a name given in C++ (Activation("relu")): as from_config, but a bad name is std::invalid_argument.
+  T from_name(const std::string& name) const {
+    try {
+      return from_config(Config(name));
+    } catch (const ConfigError& e) {
+      throw std::invalid_argument(e.what());
+    }
   }
 
   T from_config(const Config& serialized) const {

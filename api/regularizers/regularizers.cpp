@@ -14,12 +14,7 @@ Registry<Regularizer>::Factory factors(const std::string& type, std::vector<std:
   return [type, keys](const Config& args) {
     std::vector<std::string> names;
     for (const auto& [key, fallback] : keys) names.push_back(key);
-    for (const auto& [key, value] : args.as_map())
-      if (std::find(names.begin(), names.end(), key) == names.end()) {
-        const std::string near = tower::detail::closest_key(key, names);
-        throw ConfigError("regularizer " + type + ": unknown argument '" + key + "'" +
-                          (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));
-      }
+    tower::detail::check_arguments(args, names, "regularizer " + type);
     Regularizer r;
     for (const auto& [key, fallback] : keys) {
       const double f = args.contains(key) ? args.at(key).as_double() : fallback;
@@ -47,13 +42,7 @@ Registry<Regularizer>& registry() {
   return r;
 }
 
-Regularizer::Regularizer(std::string name) {
-  try {
-    *this = registry().from_config(Config(name));
-  } catch (const ConfigError& e) {
-    throw std::invalid_argument(e.what());
-  }
-}
+Regularizer::Regularizer(std::string name) { *this = registry().from_name(name); }
 
 double Regularizer::penalty(const Tensor& w) const {
   if (!active()) return 0.0;
