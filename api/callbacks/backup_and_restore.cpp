@@ -35,6 +35,8 @@ BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptio
 void BackupAndRestore::on_train_begin(const Logs&) {
   current_epoch_ = 0;
   batches_since_save_ = last_batch_seen_ = 0;
+  // A process killed while writing the backup left its temporary file; the backup itself is whole.
+  if (model()->is_chief()) io::remove_stale_temporaries(backup_dir_);
   if (std::filesystem::exists(path_)) restore();
 }
 

@@ -11,7 +11,8 @@
 // holding a NaN or an infinity (a diverged run) are not backed up: a warning on standard error says so and the
 // last good backup stays.
 //
-// on_train_begin restores a backup when one exists: weights, optimizer slots (after building the optimizer
+// on_train_begin removes the temporary file a process killed during a save left in backup_dir, and restores a
+// backup when one exists: weights, optimizer slots (after building the optimizer
 // for the model's trainable weights), iterations and a constant learning rate; fit() then resumes at the
 // epoch after the saved one (model()->resume_epoch). A batch-level backup restarts its epoch from the first
 // batch with the weights saved mid-epoch, as Keras does. A damaged backup, or one that does not match the

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -81,6 +82,20 @@ void sync_parent_directory(const std::string& path) {
 }
 
 }  // namespace
+
+void remove_stale_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t mark = name.rfind(".tmp-");
+    if (mark == std::string::npos || mark + 5 == name.size()) continue;
+    const std::string pid = name.substr(mark + 5);
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    fs::remove(entry.path(), ec);
+  }
+}
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());

@@ -36,6 +36,9 @@ WeightsFile read_weights_file(const std::string& path);
 // writes half of the bytes to the temporary file and stops itself with SIGSTOP (its parent may then kill it:
 // a crash during a checkpoint write, made deterministic), continuing the write when sent SIGCONT.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+// Removes from `dir` the temporary files that killed writers left ("<name>.tmp-<pid>" of a process that is gone
+// on this machine); files of live processes and other files stay. A missing `dir` is nothing to do.
+void remove_stale_temporaries(const std::string& dir);
 // The name of the first float32 tensor holding a NaN or an infinity; empty when every value is finite.
 // Checkpoints use it to refuse saving the weights of a diverged run over a good file.
 std::string first_non_finite(const std::vector<NamedTensor>& tensors);

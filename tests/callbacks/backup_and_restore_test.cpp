@@ -1,6 +1,7 @@
 #include "api/callbacks/backup_and_restore.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -158,6 +159,26 @@ TEST(BackupAndRestore, ABackupOfAnotherModelIsRefusedWithoutTouchingTheWeights) 
   const std::vector<Tensor> before = other.get_weights();
   EXPECT_THROW(other.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())})), std::runtime_error);
   expect_same_weights(other.get_weights(), before);
+  fs::remove_all(dir);
+}
+
+TEST(BackupAndRestore, TheTemporaryFileOfAKilledSaveIsRemoved) {
+  const fs::path dir = fresh_dir();
+  fs::create_directories(dir);
+  // A process that is gone: a child that has exited.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(gone, &status, 0);
+  const fs::path stale = dir / ("latest.weights.tmp-" + std::to_string(gone));
+  const fs::path live = dir / ("latest.weights.tmp-" + std::to_string(::getppid()));
+  std::ofstream(stale) << "half a backup";
+  std::ofstream(live) << "another process's write in progress";
+  auto [x, y] = data();
+  Sequential m = make_model(3);
+  m.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string(), BackupAndRestoreOptions{.delete_checkpoint = false})}));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
   fs::remove_all(dir);
 }
 

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -317,6 +318,63 @@ TEST(CrashSafety, SigkillAtRandomMomentsThenResumeReachesTheWeightsOfAnUninterru
   EXPECT_GE(kills, kTrials);  // every trial's first run is killed
   EXPECT_GE(kills_in_checkpoint_write, kTrials / 4);  // every fourth trial kills in a state.weights write
   EXPECT_GE(resumed, kTrials / 4);  // at least the trials killed in a checkpoint write after the first
+  fs::remove_all(root);
+}
+
+// The files a finished run leaves under checkpoints/ (names and bytes) and final.weights.
+std::map<std::string, std::string> checkpoint_files(const fs::path& run) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::directory_iterator(run / "checkpoints"))
+    if (e.path().filename() != "state.weights") out[e.path().filename().string()] = read_text(e.path());
+  out["final.weights"] = read_text(run / "final.weights");
+  return out;
+}
+
+// Resumes `run` (or starts it afresh when it has no checkpoint) until it finishes.
+void finish(const fs::path& run, const std::string& file, const fs::path& log) {
+  const bool resumable = fs::exists(run / "checkpoints" / "state.weights");
+  if (!resumable) fs::remove_all(run);
+  const RunResult r = resumable ? run_tower({"train", "--resume", run.string()}, {}, run, log)
+                                : run_tower({"train", file, "--out", run.string()}, {}, run, log);
+  ASSERT_EQ(r.exit_status, 0) << r.log;
+}
+
+// Every file write of a run in turn: the n-th write is killed half-way for n = 1, 2, ... until a run finishes
+// without reaching it. Each resumed run must end with the uninterrupted run's files: every epoch's weights file
+// (none lost, none different), the final weights, bit for bit, and no temporary file.
+TEST(CrashSafety, AKillInEachWriteInTurnResumesToTheFilesOfAnUninterruptedRun) {
+  const fs::path root = testing::fresh_dir();
+  fs::create_directories(root);
+  const std::string file = (root / "exp.yaml").string();
+  std::ofstream(file) << kExperiment;
+  const fs::path whole = root / "whole";
+  ASSERT_EQ(run_tower({"train", file, "--out", whole.string()}, {}, whole, root / "whole.log").exit_status, 0);
+  const std::map<std::string, std::string> expected = checkpoint_files(whole);
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(kEpochs) + 1);
+
+  int kills = 0;
+  for (int n = 1;; ++n) {
+    const fs::path run = root / ("write" + std::to_string(n));
+    const RunResult r = run_tower({"train", file, "--out", run.string()}, {KillPlan::in_write, 0, n, "*"}, run,
+                                  root / ("write" + std::to_string(n) + ".log"));
+    if (!r.killed) {
+      ASSERT_EQ(r.exit_status, 0) << r.log;
+      break;
+    }
+    ++kills;
+    SCOPED_TRACE("killed in write " + std::to_string(n) + ": " + r.write_target);
+    finish(run, file, root / ("write" + std::to_string(n) + "-resumed.log"));
+    const std::map<std::string, std::string> got = checkpoint_files(run);
+    for (const auto& [name, bytes] : expected) {
+      ASSERT_TRUE(got.count(name)) << name << " is missing";
+      EXPECT_TRUE(got.at(name) == bytes) << name << " differs";
+    }
+    EXPECT_EQ(got.size(), expected.size());
+    for (const auto& e : fs::recursive_directory_iterator(run))
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
+  }
+  std::cout << kills << " runs, each killed in its n-th file write, resumed to the uninterrupted run's files\n";
+  EXPECT_GE(kills, 2 * kEpochs + 4);  // config, summary, an epoch file and the state per epoch, final, metrics
   fs::remove_all(root);
 }
 

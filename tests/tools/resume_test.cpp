@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -149,6 +150,54 @@ TEST(Resume, TrainingLongerContinuesAFinishedRunAndOtherChangesAreRefused) {
                            "--set fit.batch_size_per_replica=8", 0, 0,
                            {"fit.batch_size_per_replica: 8 differs from 16", "config.yaml"});
   EXPECT_THROW(run((root / "two").string(), std::nullopt, false), std::runtime_error);  // exists: not overwritten
+  fs::remove_all(root);
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Resume, ADamagedCheckpointSaysWhatToDoAndRewritesNothing) {
+  const fs::path root = testing::fresh_dir();
+  const fs::path dir = root / "run";
+  ASSERT_FALSE(run(dir.string(), std::nullopt, false, {"fit.epochs=1"}).interrupted);
+  const fs::path state = dir / "checkpoints" / "state.weights";
+  const std::string bytes = file_text(state);
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(dir / "config.yaml", std::ios::app) << "# edited\n";
+  const std::string config = file_text(dir / "config.yaml"), summary = file_text(dir / "summary.txt");
+  const auto config_time = fs::last_write_time(dir / "config.yaml");
+
+  const std::string m = error_of([&] { run(dir.string(), std::nullopt, true, {"fit.epochs=2"}); });
+  EXPECT_NE(m.find(state.string()), std::string::npos) << m;
+  EXPECT_NE(m.find("start it again in a new directory with `tower train " + (dir / "config.yaml").string() +
+                   " --out NEW_DIR`"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(file_text(dir / "config.yaml"), config);
+  EXPECT_EQ(fs::last_write_time(dir / "config.yaml"), config_time);
+  EXPECT_EQ(file_text(dir / "summary.txt"), summary);
+  fs::remove_all(root);
+}
+
+TEST(Resume, AnExperimentFileIsNotARunDirectory) {
+  const fs::path root = testing::fresh_dir();
+  fs::create_directories(root);
+  const fs::path file = root / "exp.yaml";
+  std::ofstream(file) << kExperiment;
+  const std::string m = error_of([&] { resume_experiment(file.string(), nullptr); });
+  EXPECT_EQ(m.rfind(file.string() + " is a file, not a run directory: --resume takes the directory", 0), 0u) << m;
+  EXPECT_NE(m.find("to start a new run, use tower train " + file.string()), std::string::npos) << m;
   fs::remove_all(root);
 }
 

@@ -108,8 +108,12 @@ TEST(TrainFullDisk, AFileSizeLimitFailsTheCheckpointCleanlyAndResumeFinishes) {
   // Training a third epoch with files limited to 64 KB: the logs grow, the checkpoint cannot be written.
   o = tower({"train", file, "--resume", run.string(), "--set", "fit.epochs=3"}, root / "2.log", 64 * 1024);
   EXPECT_EQ(o.status, 1) << o.text;
-  EXPECT_TRUE(contains(o.text, "tower train: error: cannot write '" + state.string() + "': File too large")) << o.text;
-  EXPECT_TRUE(contains(o.text, "the previous file is unchanged")) << o.text;
+  // The epoch's weights file is written before the state, which commits the epoch: it meets the limit first, no
+  // file is written, and the state stays at the previous epoch.
+  const fs::path epoch3 = run / "checkpoints" / "epoch-003.weights";
+  EXPECT_TRUE(contains(o.text, "tower train: error: cannot write '" + epoch3.string() + "': File too large")) << o.text;
+  EXPECT_TRUE(contains(o.text, "(no file was written)")) << o.text;
+  EXPECT_FALSE(fs::exists(epoch3));
   EXPECT_EQ(read_all(state), before);
   for (const auto& e : fs::recursive_directory_iterator(run))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
@@ -156,7 +160,9 @@ TEST(TrainFullDisk, AFullTmpfsFailsTheCheckpointCleanlyAndResumeFinishes) {
 
   const std::string failed = read_all(out / "2.log");
   EXPECT_EQ(read_all(out / "2.status"), "1\n") << failed;
-  EXPECT_TRUE(contains(failed, "cannot write '" + m + "/run/checkpoints/state.weights': No space left on device"))
+  // The epoch's weights file is written before the state (the state commits the epoch), so it meets the full
+  // disk first.
+  EXPECT_TRUE(contains(failed, "cannot write '" + m + "/run/checkpoints/epoch-003.weights': No space left on device"))
       << failed;
   EXPECT_EQ(read_all(out / "after.weights"), read_all(out / "before.weights"));
   EXPECT_FALSE(contains(read_all(out / "listing"), ".tmp-")) << read_all(out / "listing");

@@ -103,10 +103,10 @@ void RunCheckpoint::on_epoch_end(int epoch, const callbacks::Logs&) {
     interrupted_ = true;
     model()->stop_training = true;
   }
-  if (save() && options_.epoch_weights) model()->save_weights(dir_.epoch_weights_path(epoch));
+  save(options_.epoch_weights ? std::optional<int>(epoch) : std::nullopt);
 }
 
-bool RunCheckpoint::save() {
+bool RunCheckpoint::save(std::optional<int> epoch_weights) {
   ModelImpl& m = *model();
   const optimizers::Optimizer& optimizer = *m.optimizer();
   RunState s;
@@ -134,6 +134,9 @@ bool RunCheckpoint::save() {
     return false;
   }
   warned_non_finite_ = false;
+  // The epoch's weights file first, the state last: the state is the commit, so a run killed between the two
+  // resumes before this epoch's end and writes the file again, and none is ever missing.
+  if (epoch_weights) m.save_weights(dir_.epoch_weights_path(*epoch_weights));
   Config extra = Config::map();
   extra.set(kStateKey, to_config(s));
   io::write_weights_file(dir_.state_path(), tensors, extra);

@@ -11,8 +11,9 @@
 // counter, start afresh, as with Keras'
 // BackupAndRestore.)
 //
-// The callback saves the state at the end of every epoch, after the other callbacks (put it last), and, with
-// the model's weights, checkpoints/epoch-NNN.weights when epoch_weights. Weights or slots holding a NaN or an
+// The callback saves the state at the end of every epoch, after the other callbacks (put it last), and, before
+// it, the model's weights as checkpoints/epoch-NNN.weights when epoch_weights (the state is written last, so
+// every epoch the state counts as done has its weights file). Weights or slots holding a NaN or an
 // infinity (a diverged run) are not saved: a warning on standard error says so and the last good checkpoint
 // stays. A failed write (a full disk) throws std::runtime_error naming the file and the system error, and
 // leaves the previous checkpoint intact. At the end of each batch it reads the
@@ -77,8 +78,9 @@ class RunCheckpoint : public callbacks::Callback {
   const std::optional<RunState>& last_state() const { return last_; }
 
  private:
-  // Writes the state file; false (with a warning) when the weights or slots hold a NaN or an infinity.
-  bool save();
+  // Writes the weights of epoch `epoch_weights` (when given), then the state file; neither, and false (with a
+  // warning), when the weights or slots hold a NaN or an infinity.
+  bool save(std::optional<int> epoch_weights = std::nullopt);
 
   RunDirectory dir_;
   RunCheckpointOptions options_;

@@ -1,8 +1,5 @@
 #include "tools/experiment/run_directory.h"
 
-#include <signal.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -12,23 +9,6 @@
 namespace tower::experiment {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-void remove_stale_temporaries_in(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const std::size_t mark = name.rfind(".tmp-");
-    if (mark == std::string::npos || mark + 5 == name.size()) continue;
-    const std::string pid = name.substr(mark + 5);
-    if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    fs::remove(entry.path(), ec);
-  }
-}
-
-}  // namespace
 
 RunDirectory RunDirectory::create(const std::string& path) {
   std::error_code ec;
@@ -43,6 +23,10 @@ RunDirectory RunDirectory::create(const std::string& path) {
 
 RunDirectory RunDirectory::open(const std::string& path) {
   RunDirectory dir(path);
+  if (fs::is_regular_file(path))
+    throw std::runtime_error(path + " is a file, not a run directory: --resume takes the directory an interrupted "
+                             "run wrote (runs/<name>-<time>, printed when it started); to start a new run, use "
+                             "tower train " + path);
   if (!fs::is_directory(path)) throw std::runtime_error("no run directory " + path);
   if (!fs::exists(dir.config_path()))
     throw std::runtime_error(path + " is not a run directory: it has no config.yaml");
@@ -54,8 +38,8 @@ RunDirectory RunDirectory::open(const std::string& path) {
 }
 
 void RunDirectory::remove_stale_temporaries() const {
-  remove_stale_temporaries_in(path_);
-  remove_stale_temporaries_in(fs::path(path_) / "checkpoints");
+  io::remove_stale_temporaries(path_);
+  io::remove_stale_temporaries((fs::path(path_) / "checkpoints").string());
 }
 
 std::string RunDirectory::file(const std::string& name) const { return (fs::path(path_) / name).string(); }

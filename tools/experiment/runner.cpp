@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -135,6 +136,17 @@ void print_logs(std::ostream& log, const std::string& title, const Logs& logs) {
   log << "\n";
 }
 
+// The state `read` returns; its failure (a damaged or mismatched checkpoint) also says what to do.
+RunState resumable_state(const RunDirectory& dir, const std::function<RunState()>& read) {
+  try {
+    return read();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + ". The run cannot resume from this checkpoint: start it again " +
+                             "in a new directory with `tower train " + dir.config_path() +
+                             " --out NEW_DIR`, or put back an intact copy of " + dir.state_path());
+  }
+}
+
 }  // namespace
 
 Experiment resume_experiment(const std::string& run_directory, const Experiment* given) {
@@ -167,6 +179,8 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   // Under a multi-worker strategy only the chief writes the run directory; the others read its checkpoint.
   const bool chief = strategy.is_chief();
   const RunDirectory dir = resuming ? RunDirectory::open(out) : chief ? RunDirectory::create(out) : RunDirectory::view(out);
+  // Nothing in the directory is rewritten before its checkpoint is known readable.
+  if (resuming) resumable_state(dir, [&] { return read_run_state(dir.state_path()); });
   if (resuming && chief) dir.remove_stale_temporaries();  // what a killed run left
   Document resolved = experiment.document();
   resolved.set("output.directory", out, Mark{"(run directory)"});
@@ -207,7 +221,7 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   int start_epoch = 0;
   std::int64_t first_batch = 0;
   if (resuming) {
-    const RunState state = restore_run_state(dir.state_path(), model.impl());
+    const RunState state = resumable_state(dir, [&] { return restore_run_state(dir.state_path(), model.impl()); });
     checkpoint->restored(state);
     data.train->seek(state.iterations);
     start_epoch = state.epoch_complete() ? state.epoch + 1 : state.epoch;
