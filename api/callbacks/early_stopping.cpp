@@ -36,11 +36,45 @@ bool EarlyStopping::is_improvement(double value, double reference) const {
 }
 
 void EarlyStopping::on_train_begin(const Logs&) {
+  if (restored_) {
+    restored_ = false;
+    return;
+  }
   wait_ = 0;
   stopped_epoch_ = 0;
   best_epoch_ = 0;
   best_.reset();
   best_weights_.reset();
+}
+
+CallbackState EarlyStopping::state() const {
+  CallbackState s;
+  s.values.set("wait", wait_);
+  s.values.set("stopped_epoch", stopped_epoch_);
+  s.values.set("best_epoch", best_epoch_);
+  s.values.set("best", best_ ? Config(*best_) : Config());
+  if (best_weights_)
+    for (std::size_t i = 0; i < best_weights_->size(); ++i)
+      s.tensors.emplace_back("best_weights/" + std::to_string(i), (*best_weights_)[i]);
+  return s;
+}
+
+void EarlyStopping::restore_state(const CallbackState& s) {
+  try {
+    wait_ = static_cast<int>(s.values.at("wait").as_int());
+    stopped_epoch_ = static_cast<int>(s.values.at("stopped_epoch").as_int());
+    best_epoch_ = static_cast<int>(s.values.at("best_epoch").as_int());
+    const Config& best = s.values.at("best");
+    best_ = best.is_null() ? std::nullopt : std::optional<double>(best.as_double());
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(std::string("EarlyStopping: not a state it wrote: ") + e.what());
+  }
+  best_weights_.reset();
+  if (!s.tensors.empty()) {
+    best_weights_.emplace();
+    for (const auto& [name, t] : s.tensors) best_weights_->push_back(t);
+  }
+  restored_ = true;
 }
 
 void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {

@@ -49,6 +49,8 @@ class EarlyStopping : public Callback {
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
+  CallbackState state() const override;
+  void restore_state(const CallbackState& state) override;
 
   // 0-based epoch at which training was stopped; 0 when it was not.
   int stopped_epoch() const { return stopped_epoch_; }
@@ -67,6 +69,7 @@ class EarlyStopping : public Callback {
   std::optional<double> best_;
   std::optional<std::vector<Tensor>> best_weights_;
   bool warned_ = false;  // the missing-monitor warning is given once, as Python's warnings are
+  bool restored_ = false;  // on_train_begin keeps a restored state
 };
 
 namespace detail {

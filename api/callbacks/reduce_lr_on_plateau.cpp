@@ -1,5 +1,7 @@
 #include "api/callbacks/reduce_lr_on_plateau.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <iostream>
 #include <limits>
@@ -28,7 +30,36 @@ bool ReduceLROnPlateau::is_improvement(double value) const {
   return maximize_ ? value > best_ + options_.min_delta : value < best_ - options_.min_delta;
 }
 
-void ReduceLROnPlateau::on_train_begin(const Logs&) { reset(); }
+void ReduceLROnPlateau::on_train_begin(const Logs&) {
+  if (!restored_) reset();
+  restored_ = false;
+}
+
+CallbackState ReduceLROnPlateau::state() const {
+  CallbackState s;
+  s.values.set("wait", wait_);
+  s.values.set("cooldown_counter", cooldown_counter_);
+  s.values.set("best", std::isfinite(best_) ? Config(best_) : Config());  // null: nothing seen yet
+  return s;
+}
+
+void ReduceLROnPlateau::restore_state(const CallbackState& s) {
+  try {
+    wait_ = static_cast<int>(s.values.at("wait").as_int());
+    cooldown_counter_ = static_cast<int>(s.values.at("cooldown_counter").as_int());
+    const Config& best = s.values.at("best");
+    if (best.is_null()) {
+      reset();
+      wait_ = static_cast<int>(s.values.at("wait").as_int());
+      cooldown_counter_ = static_cast<int>(s.values.at("cooldown_counter").as_int());
+    } else {
+      best_ = best.as_double();
+    }
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(std::string("ReduceLROnPlateau: not a state it wrote: ") + e.what());
+  }
+  restored_ = true;
+}
 
 void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
   const std::optional<double> current = logs.get(options_.monitor);

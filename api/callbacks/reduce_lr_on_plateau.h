@@ -43,6 +43,8 @@ class ReduceLROnPlateau : public Callback {
 
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
+  CallbackState state() const override;
+  void restore_state(const CallbackState& state) override;
 
   bool in_cooldown() const { return cooldown_counter_ > 0; }
   int wait() const { return wait_; }
@@ -58,6 +60,7 @@ class ReduceLROnPlateau : public Callback {
   int wait_ = 0;
   double best_ = 0;
   bool warned_ = false;
+  bool restored_ = false;  // on_train_begin keeps a restored state
 };
 
 }  // namespace tower::callbacks

@@ -8,6 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "api/core/tensor.h"
+#include "api/io/config.h"
+
 namespace tower {
 class ModelImpl;
 }
@@ -34,6 +37,15 @@ struct Params {
   int verbose = 1;
 };
 
+// What a callback remembers from epoch to epoch that a resumed fit needs to continue as if never stopped
+// (EarlyStopping's patience count and best weights, ReduceLROnPlateau's wait and cooldown): values, and tensors
+// by name. Empty for callbacks that remember nothing.
+struct CallbackState {
+  Config values = Config::map();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  bool empty() const { return values.as_map().empty() && tensors.empty(); }
+};
+
 class Callback {
  public:
   virtual ~Callback() = default;
@@ -58,6 +70,12 @@ class Callback {
   virtual void on_predict_end(const Logs&) {}
   virtual void on_predict_batch_begin(std::int64_t /*batch*/, const Logs&) {}
   virtual void on_predict_batch_end(std::int64_t /*batch*/, const Logs&) {}
+
+  // What to save with a resumable training state (`tower train`'s checkpoint), and to give back to this
+  // callback before the resumed fit starts: on_train_begin then keeps the restored state instead of starting
+  // afresh. restore_state throws std::runtime_error for a state it did not write.
+  virtual CallbackState state() const { return {}; }
+  virtual void restore_state(const CallbackState& state) { (void)state; }
 
  private:
   ModelImpl* model_ = nullptr;

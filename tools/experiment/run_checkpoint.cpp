@@ -1,6 +1,7 @@
 #include "tools/experiment/run_checkpoint.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 
@@ -13,6 +14,7 @@ namespace {
 
 const std::string kModelPrefix = "model/";
 const std::string kOptimizerPrefix = "optimizer/";
+const std::string kCallbackPrefix = "callback/";
 const std::string kStateKey = "tower_run_state";
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
@@ -24,6 +26,7 @@ Config to_config(const RunState& s) {
   c.set("epoch_steps", s.epoch_steps);
   c.set("iterations", s.iterations);
   if (s.learning_rate) c.set("learning_rate", *s.learning_rate);
+  c.set("stopped", s.stopped);
   Config plans = Config::list();
   for (const RunState::PlanRng& p : s.plans) {
     Config e = Config::map();
@@ -33,6 +36,14 @@ Config to_config(const RunState& s) {
     plans.push_back(e);
   }
   c.set("plans", plans);
+  Config cbs = Config::list();
+  for (const RunState::CallbackEntry& e : s.callbacks) {
+    Config entry = Config::map();
+    entry.set("index", e.index);
+    entry.set("values", e.state.values);
+    cbs.push_back(entry);
+  }
+  c.set("callbacks", cbs);
   return c;
 }
 
@@ -43,8 +54,12 @@ RunState from_config(const Config& c) {
   s.epoch_steps = c.at("epoch_steps").as_int();
   s.iterations = c.at("iterations").as_int();
   if (c.contains("learning_rate")) s.learning_rate = c.at("learning_rate").as_double();
+  s.stopped = c.contains("stopped") && c.at("stopped").as_bool();
   for (const Config& p : c.at("plans").as_list())
     s.plans.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()), p.at("rng").as_string()});
+  if (c.contains("callbacks"))
+    for (const Config& e : c.at("callbacks").as_list())
+      s.callbacks.push_back({static_cast<int>(e.at("index").as_int()), {e.at("values"), {}}});
   return s;
 }
 
@@ -89,9 +104,10 @@ void RunCheckpoint::on_train_batch_end(std::int64_t, const callbacks::Logs& logs
   const bool partial = epoch_batches_ < options_.epoch_steps;
   if (partial && !options_.partial_epochs) return;  // stops at the epoch's end
   interrupted_ = true;
-  model()->stop_training = true;
-  // A partial epoch is saved now, before other callbacks' epoch-end hooks act on it; a complete one at its end.
+  // A partial epoch is saved now, before other callbacks' epoch-end hooks act on it; a complete one at its end,
+  // where stop_training is set (so that a stop_training seen there comes from another callback).
   if (partial) {
+    model()->stop_training = true;
     save();
     saved_partial_ = true;
   }
@@ -99,14 +115,16 @@ void RunCheckpoint::on_train_batch_end(std::int64_t, const callbacks::Logs& logs
 
 void RunCheckpoint::on_epoch_end(int epoch, const callbacks::Logs&) {
   if (saved_partial_) return;
-  if (!interrupted_ && interrupt_requested()) {
+  // Set by a callback before this one (EarlyStopping): the training is over, not interrupted.
+  const bool stopped = model()->stop_training;
+  if (interrupted_ || interrupt_requested()) {
     interrupted_ = true;
     model()->stop_training = true;
   }
-  save(options_.epoch_weights ? std::optional<int>(epoch) : std::nullopt);
+  save(options_.epoch_weights ? std::optional<int>(epoch) : std::nullopt, stopped);
 }
 
-bool RunCheckpoint::save(std::optional<int> epoch_weights) {
+bool RunCheckpoint::save(std::optional<int> epoch_weights, bool stopped) {
   ModelImpl& m = *model();
   const optimizers::Optimizer& optimizer = *m.optimizer();
   RunState s;
@@ -114,6 +132,7 @@ bool RunCheckpoint::save(std::optional<int> epoch_weights) {
   s.epoch_batches = epoch_batches_;
   s.epoch_steps = options_.epoch_steps;
   s.iterations = optimizer.iterations();
+  s.stopped = stopped;
   const Config opt_config = optimizer.get_config();
   if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
     s.learning_rate = optimizer.learning_rate();
@@ -123,6 +142,14 @@ bool RunCheckpoint::save(std::optional<int> epoch_weights) {
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
   for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
+  for (std::size_t i = 0; i < watched_.size(); ++i) {
+    callbacks::CallbackState cs = watched_[i]->state();
+    if (cs.empty()) continue;
+    for (const auto& [name, t] : cs.tensors)
+      tensors.push_back({kCallbackPrefix + std::to_string(i) + "/" + name, t});
+    cs.tensors.clear();
+    s.callbacks.push_back({static_cast<int>(i), cs});
+  }
   last_ = s;
   if (const std::string bad = io::first_non_finite(tensors); !bad.empty()) {
     if (!warned_non_finite_)
@@ -154,17 +181,32 @@ RunState read_run_state(const std::string& path) {
   }
 }
 
-RunState restore_run_state(const std::string& path, ModelImpl& model) {
+RunState restore_run_state(const std::string& path, ModelImpl& model,
+                           const std::vector<callbacks::CallbackPtr>& callbacks) {
   const io::WeightsFile file = io::read_weights_file(path);
-  const RunState state = read_run_state(path);
+  RunState state = read_run_state(path);
   std::vector<Tensor> weights, slots;
   for (const io::NamedTensor& t : file.weights) {
-    if (starts_with(t.name, kModelPrefix))
+    if (starts_with(t.name, kModelPrefix)) {
       weights.push_back(t.value);
-    else if (starts_with(t.name, kOptimizerPrefix))
+    } else if (starts_with(t.name, kOptimizerPrefix)) {
       slots.push_back(t.value);
-    else
+    } else if (starts_with(t.name, kCallbackPrefix)) {
+      const std::string rest = t.name.substr(kCallbackPrefix.size());
+      const std::size_t slash = rest.find('/');
+      const int index = slash == std::string::npos ? -1 : std::atoi(rest.substr(0, slash).c_str());
+      auto entry = std::find_if(state.callbacks.begin(), state.callbacks.end(),
+                                [&](const RunState::CallbackEntry& e) { return e.index == index; });
+      if (entry == state.callbacks.end()) throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
+      entry->state.tensors.emplace_back(rest.substr(slash + 1), t.value);
+    } else {
       throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
+    }
+  }
+  for (const RunState::CallbackEntry& e : state.callbacks) {
+    if (e.index < 0 || static_cast<std::size_t>(e.index) >= callbacks.size())
+      throw std::runtime_error(path + " holds the state of callback " + std::to_string(e.index + 1) + "; the run has " +
+                               std::to_string(callbacks.size()) + " callbacks");
   }
   optimizers::Optimizer& optimizer = *model.optimizer();
   optimizer.build(model.trainable_weights());
@@ -185,6 +227,13 @@ RunState restore_run_state(const std::string& path, ModelImpl& model) {
   for (std::size_t i = 0; i < slots.size(); ++i) opt_vars[i]->value.copy_from(slots[i]);
   optimizer.set_iterations(state.iterations);
   if (state.learning_rate) optimizer.set_learning_rate(*state.learning_rate);
+  for (const RunState::CallbackEntry& e : state.callbacks) {
+    try {
+      callbacks[static_cast<std::size_t>(e.index)]->restore_state(e.state);
+    } catch (const std::exception& ex) {
+      throw std::runtime_error(path + ": callback " + std::to_string(e.index + 1) + ": " + ex.what());
+    }
+  }
   for (const RunState::PlanRng& p : state.plans) {
     bool found = false;
     for_each_plan(model, p.batch_size, [&](int replica, Plan& plan) {

@@ -7,9 +7,10 @@
 // rate (one a schedule does not give), and the state of the random generator of every training plan (Dropout
 // masks; under a strategy, every replica's plan). The optimizer's iterations count the training batches
 // consumed, so they also give the data position (TrainData::seek). Together these let a resumed run reach the
-// same weights as an uninterrupted one. (Callbacks with memory of their own, such as EarlyStopping's patience
-// counter, start afresh, as with Keras'
-// BackupAndRestore.)
+// same weights as an uninterrupted one. The states of the run's callbacks that remember something between
+// epochs (EarlyStopping's patience count and best weights, ReduceLROnPlateau's wait and cooldown) are saved in
+// the same file (values in the extra config, tensors as "callback/<index>/<name>"), so the file is the run's one
+// resumable state.
 //
 // The callback saves the state at the end of every epoch, after the other callbacks (put it last), and, before
 // it, the model's weights as checkpoints/epoch-NNN.weights when epoch_weights (the state is written last, so
@@ -38,6 +39,9 @@ struct RunState {
   std::int64_t epoch_steps = 0;    // batches an epoch has
   std::int64_t iterations = 0;
   std::optional<double> learning_rate;
+  // A callback (EarlyStopping, TerminateOnNaN) ended the training: a resumed run trains no further epoch, it
+  // only finishes (on_train_end: EarlyStopping's best weights, the final files).
+  bool stopped = false;
   // The generator of the training plan for global batches of batch_size: the model's own plan (replica -1), or
   // under a strategy replica r's plan for its rows of such a batch.
   struct PlanRng {
@@ -46,6 +50,13 @@ struct RunState {
     std::string state;
   };
   std::vector<PlanRng> plans;
+  // The states of the run's callbacks that remember something (EarlyStopping, ReduceLROnPlateau), by their
+  // position in the list given to RunCheckpoint::watch.
+  struct CallbackEntry {
+    int index = 0;
+    callbacks::CallbackState state;
+  };
+  std::vector<CallbackEntry> callbacks;
 
   bool epoch_complete() const { return epoch_batches >= epoch_steps; }
 };
@@ -64,6 +75,8 @@ class RunCheckpoint : public callbacks::Callback {
  public:
   RunCheckpoint(RunDirectory dir, RunCheckpointOptions options);
 
+  // The run's other callbacks: their states are saved with the training state.
+  void watch(std::vector<callbacks::CallbackPtr> callbacks) { watched_ = std::move(callbacks); }
   // After restore_run_state: the restored plans count as made, so their states are saved from now on.
   void restored(const RunState& state);
   // The next epoch that begins starts at batch `first_batch` of itself (the rest of an interrupted epoch).
@@ -80,7 +93,7 @@ class RunCheckpoint : public callbacks::Callback {
  private:
   // Writes the weights of epoch `epoch_weights` (when given), then the state file; neither, and false (with a
   // warning), when the weights or slots hold a NaN or an infinity.
-  bool save(std::optional<int> epoch_weights = std::nullopt);
+  bool save(std::optional<int> epoch_weights = std::nullopt, bool stopped = false);
 
   RunDirectory dir_;
   RunCheckpointOptions options_;
@@ -93,13 +106,16 @@ class RunCheckpoint : public callbacks::Callback {
   bool saved_partial_ = false;
   bool warned_non_finite_ = false;
   std::optional<RunState> last_;
+  std::vector<callbacks::CallbackPtr> watched_;
 };
 
 // Reads a state file's training state (without applying it). Throws std::runtime_error naming the file.
 RunState read_run_state(const std::string& path);
 // Restores a state file into a compiled model: weights, optimizer slots (building the optimizer first),
-// iterations, a constant learning rate, and the plans' generators (making those plans). Throws
-// std::runtime_error naming the file when it does not match the model or its optimizer.
-RunState restore_run_state(const std::string& path, ModelImpl& model);
+// iterations, a constant learning rate, the plans' generators (making those plans), and the states of
+// `callbacks` (the list the run's RunCheckpoint watched). Throws std::runtime_error naming the file when it does
+// not match the model, its optimizer or the callbacks.
+RunState restore_run_state(const std::string& path, ModelImpl& model,
+                           const std::vector<callbacks::CallbackPtr>& callbacks = {});
 
 }  // namespace tower::experiment

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/callbacks/backup_and_restore.h"
 #include "api/callbacks/csv_logger.h"
 #include "api/callbacks/event_log.h"
 #include "api/training/progbar_logger.h"
@@ -213,6 +214,7 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
     cbs.push_back(std::make_shared<callbacks::CSVLogger>(dir.history_path(), ",", resuming));
     cbs.push_back(events);
     cbs.push_back(progress);
+    checkpoint->watch(cbs);
     cbs.push_back(checkpoint);
   }
   if (chief && options.on_run_directory) options.on_run_directory(dir.path());
@@ -220,11 +222,19 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   const int epochs = static_cast<int>(e.at("fit.epochs").as_int());
   int start_epoch = 0;
   std::int64_t first_batch = 0;
+  bool stopped = false;
   if (resuming) {
-    const RunState state = resumable_state(dir, [&] { return restore_run_state(dir.state_path(), model.impl()); });
+    std::vector<CallbackPtr> watched(cbs.begin(), cbs.end() - (chief ? 1 : 0));
+    const RunState state =
+        resumable_state(dir, [&] { return restore_run_state(dir.state_path(), model.impl(), watched); });
+    // The run's state is its one resumable state: a BackupAndRestore of the experiment, whose backup may be an
+    // epoch ahead of it (written first at an epoch's end), starts afresh from it.
+    for (const CallbackPtr& cb : cbs)
+      if (auto backup = std::dynamic_pointer_cast<callbacks::BackupAndRestore>(cb)) fs::remove(backup->backup_path());
     checkpoint->restored(state);
     data.train->seek(state.iterations);
-    start_epoch = state.epoch_complete() ? state.epoch + 1 : state.epoch;
+    start_epoch = state.stopped ? epochs : state.epoch_complete() ? state.epoch + 1 : state.epoch;
+    stopped = state.stopped;
     first_batch = state.epoch_complete() ? 0 : state.epoch_batches;
     if (verbose > 0)
       log << "Resuming " << dir.path() << " at epoch " << start_epoch + 1 << "/" << epochs
@@ -257,13 +267,15 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
       last_history = model.fit(data.train->dataset(), part);
       ++start_epoch;
     }
-    if (!checkpoint->interrupted() && start_epoch < epochs) {
+    // A run a callback stopped (EarlyStopping) trains no further epoch; its fit only finishes (on_train_end).
+    if (!checkpoint->interrupted() && (start_epoch < epochs || stopped)) {
       fit.epochs = epochs;
       fit.initial_epoch = start_epoch;
       fit.steps_per_epoch = steps_option;
       events->set_steps(epoch_steps);
       progress->set_steps(epoch_steps);
-      last_history = model.fit(data.train->dataset(), fit);
+      callbacks::History h = model.fit(data.train->dataset(), fit);
+      if (!h.epoch().empty()) last_history = h;
     }
     clear_interrupt();
   }
