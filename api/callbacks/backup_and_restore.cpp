@@ -1,5 +1,6 @@
 #include "api/callbacks/backup_and_restore.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -7,12 +8,14 @@
 
 #include "api/io/weights_file.h"
 #include "api/models/model.h"
+#include "api/training/training_state.h"
 
 namespace tower::callbacks {
 
 namespace {
 const std::string kModelPrefix = "model/";
 const std::string kOptimizerPrefix = "optimizer/";
+const std::string kCallbackPrefix = "callback/";
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
@@ -55,8 +58,9 @@ void BackupAndRestore::on_train_batch_end(std::int64_t batch, const Logs&) {
   save(current_epoch_ - 1);
 }
 
-void BackupAndRestore::on_epoch_end(int epoch, const Logs&) {
-  if (batch_freq_ == 0) save(epoch);
+void BackupAndRestore::on_epoch_complete(int epoch, const Logs&) {
+  // stop_training here comes from a callback (EarlyStopping): the fit is over once this epoch is.
+  if (batch_freq_ == 0) save(epoch, model()->stop_training);
 }
 
 void BackupAndRestore::on_train_end(const Logs&) {
@@ -66,7 +70,7 @@ void BackupAndRestore::on_train_end(const Logs&) {
   if (std::filesystem::is_empty(backup_dir_, ec)) std::filesystem::remove(backup_dir_, ec);
 }
 
-void BackupAndRestore::save(int completed_epoch) {
+void BackupAndRestore::save(int completed_epoch, bool stopped) {
   ModelImpl& m = *model();
   // Under a multi-worker strategy every worker restores from the backup, and only the chief writes it.
   if (!m.is_chief()) return;
@@ -74,9 +78,18 @@ void BackupAndRestore::save(int completed_epoch) {
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
   for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
+  tower::detail::TrainingLoop& loop = m.training_loop();
   Config state = Config::map();
   state.set("epoch", completed_epoch);
+  state.set("stopped", stopped);
   state.set("iterations", optimizer.iterations());
+  state.set("plans", tower::detail::plan_rngs_to_config(loop.plan_rngs()));
+  if (loop.train_data()) {
+    Config passes = Config::list();
+    for (std::uint64_t n : loop.train_data()->pass_counts()) passes.push_back(static_cast<std::int64_t>(n));
+    state.set("data_passes", passes);
+  }
+  state.set("callbacks", tower::detail::callback_states(loop.callbacks(), this, kCallbackPrefix, tensors));
   // A schedule restarts from `iterations` by itself; only a constant rate (possibly changed by
   // ReduceLROnPlateau or LearningRateScheduler) needs to be kept.
   const Config opt_config = optimizer.get_config();
@@ -113,22 +126,36 @@ void BackupAndRestore::restore() {
   optimizers::Optimizer& optimizer = *m.optimizer();
   std::vector<Tensor> weights;
   std::vector<Tensor> slots;
+  std::vector<io::NamedTensor> callback_tensors;
   for (const io::NamedTensor& t : file.weights) {
     if (starts_with(t.name, kModelPrefix))
       weights.push_back(t.value);
     else if (starts_with(t.name, kOptimizerPrefix))
       slots.push_back(t.value);
+    else if (starts_with(t.name, kCallbackPrefix))
+      callback_tensors.push_back(t);
     else
       throw std::runtime_error(who + ": unexpected entry '" + t.name + "'" + hint);
   }
   int epoch = 0;
+  bool stopped = false;
   std::int64_t iterations = 0;
   std::optional<double> learning_rate;
+  std::vector<tower::detail::TrainingLoop::PlanRng> plans;
+  std::optional<std::vector<std::uint64_t>> data_passes;
+  Config callback_states = Config::list();
   try {
     const Config& state = file.extra.at("backup_and_restore");
     epoch = static_cast<int>(state.at("epoch").as_int());
     iterations = state.at("iterations").as_int();
+    stopped = state.contains("stopped") && state.at("stopped").as_bool();
     if (state.contains("learning_rate")) learning_rate = state.at("learning_rate").as_double();
+    if (state.contains("plans")) plans = tower::detail::plan_rngs_from_config(state.at("plans"));
+    if (state.contains("data_passes")) {
+      data_passes.emplace();
+      for (const Config& n : state.at("data_passes").as_list()) data_passes->push_back(static_cast<std::uint64_t>(n.as_int()));
+    }
+    if (state.contains("callbacks")) callback_states = state.at("callbacks");
   } catch (const ConfigError& e) {
     throw std::runtime_error(who + ": malformed training state: " + e.what() + hint);
   }
@@ -155,7 +182,17 @@ void BackupAndRestore::restore() {
   for (std::size_t i = 0; i < slots.size(); ++i) opt_vars[i]->value.copy_from(slots[i]);
   optimizer.set_iterations(iterations);
   if (learning_rate) optimizer.set_learning_rate(*learning_rate);
-  m.resume_epoch = epoch + 1;
+  tower::detail::TrainingLoop& loop = m.training_loop();
+  try {
+    loop.restore_plan_rngs(plans);
+    // Epoch-level backups only: a batch-level one restarts its epoch, so its data starts a new pass anyway.
+    if (data_passes && loop.train_data() && batch_freq_ == 0) loop.train_data()->set_pass_counts(*data_passes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(who + ": " + e.what() + hint);
+  }
+  tower::detail::restore_callback_states(callback_states, callback_tensors, kCallbackPrefix, loop.callbacks(), who);
+  // A fit a callback had ended runs no further epoch; it only finishes (on_train_end).
+  m.resume_epoch = stopped ? std::max(epoch + 1, params().epochs) : epoch + 1;
 }
 
 }  // namespace tower::callbacks

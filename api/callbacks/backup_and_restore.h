@@ -2,21 +2,27 @@
 // BackupAndRestore (Keras 3): backs up the training state so that a fit() interrupted (an exception, a
 // killed process) can resume where it was.
 //
-// At every epoch end (or every `save_freq` batches) one Tower weights file, "<backup_dir>/latest.weights",
+// At every epoch end (after every callback's on_epoch_end; or every `save_freq` batches) one Tower weights file, "<backup_dir>/latest.weights",
 // is written atomically: the model's weights ("model/<path>"), the optimizer's slot variables
-// ("optimizer/<path>") and, in the file's extra config, the last completed epoch (0-based; -1 for a batch
-// save during the first epoch), the optimizer's iterations and its learning rate when that is a constant.
+// ("optimizer/<path>"), the tensors of other callbacks' states ("callback/<index>/<name>") and, in the file's
+// extra config, the last completed epoch (0-based; -1 for a batch save during the first epoch), the optimizer's
+// iterations, its learning rate when that is a constant, the training plans' random generators, the training
+// dataset's pass counts (Dataset::pass_counts) and the other callbacks' states (Callback::state). So an
+// epoch-level backup resumes a fit to the weights of an uninterrupted one, Dropout, reshuffling, EarlyStopping
+// and ReduceLROnPlateau included, provided the program makes its model, data and callbacks as before (the same
+// seeds, the same list) and the fit's epochs are passes of its dataset (no steps_per_epoch).
 // Because the write is atomic, a crash during a save, or a full disk, leaves the previous backup intact (a
 // failed write throws std::runtime_error naming the file and the system error). Weights or optimizer slots
 // holding a NaN or an infinity (a diverged run) are not backed up: a warning on standard error says so and the
 // last good backup stays.
 //
 // on_train_begin removes the temporary file a process killed during a save left in backup_dir, and restores a
-// backup when one exists: weights, optimizer slots (after building the optimizer
-// for the model's trainable weights), iterations and a constant learning rate; fit() then resumes at the
-// epoch after the saved one (model()->resume_epoch). A batch-level backup restarts its epoch from the first
-// batch with the weights saved mid-epoch, as Keras does. A damaged backup, or one that does not match the
-// model or optimizer, throws std::runtime_error naming the file; delete it to start from scratch.
+// backup when one exists: weights, optimizer slots (after building the optimizer for the model's trainable
+// weights), iterations, a constant learning rate, the plans' generators, the data's pass counts and the other
+// callbacks' states; fit() then resumes at the epoch after the saved one (model()->resume_epoch). A batch-level
+// backup restarts its epoch from the first batch with the weights saved mid-epoch, as Keras does. A damaged
+// backup, or one that does not match the model, its optimizer or the fit's callbacks, throws std::runtime_error
+// naming the file; delete it to start from scratch.
 //
 // on_train_end (reached only when fit() ends without an exception) deletes the backup file when
 // delete_checkpoint, and backup_dir too if that leaves it empty. Throws std::invalid_argument for an empty
@@ -45,14 +51,14 @@ class BackupAndRestore : public Callback {
   void on_train_begin(const Logs& logs) override;
   void on_epoch_begin(int epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
-  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_epoch_complete(int epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
 
   // "<backup_dir>/latest.weights".
   const std::string& backup_path() const { return path_; }
 
  private:
-  void save(int completed_epoch);
+  void save(int completed_epoch, bool stopped = false);
   void restore();
 
   std::string backup_dir_;

@@ -132,6 +132,7 @@ class MapIterator : public Iterator {
 class MapNode : public DatasetNode {
  public:
   MapNode(NodePtr input, Dataset::MapFn fn, int threads) : input_(std::move(input)), fn_(std::move(fn)), threads_(threads) {}
+  const DatasetNode* input() const override { return input_.get(); }
   std::unique_ptr<Iterator> make_iterator() const override {
     if (threads_ == 1) return std::make_unique<MapIterator>(input_->make_iterator(), fn_);
     return std::make_unique<detail::ParallelMapIterator>(input_->make_iterator(), fn_, threads_);
@@ -200,6 +201,15 @@ class ShuffleNode : public detail::ReorderingNode<ShuffleNode> {
   ShuffleNode(NodePtr input, Index buffer_size, std::uint64_t seed, bool reshuffle)
       : ReorderingNode(std::move(input)), buffer_size_(buffer_size), seed_(seed), reshuffle_(reshuffle) {}
   Index cardinality() const override { return input_->cardinality(); }
+  void pass_counts(std::vector<std::uint64_t>& counts) const override {
+    input_->pass_counts(counts);
+    counts.push_back(passes_.load());
+  }
+  void set_pass_counts(const std::vector<std::uint64_t>& counts, std::size_t& at) const override {
+    input_->set_pass_counts(counts, at);
+    if (at >= counts.size()) throw std::invalid_argument("set_pass_counts: too few counts for this dataset");
+    passes_.store(counts[at++]);
+  }
   template <class Item> ItemIteratorPtr<Item> make_items() const {
     const std::uint64_t pass = reshuffle_ ? passes_.fetch_add(1) : 0;
     return std::make_unique<ShuffleIterator<Item>>(make_input_iterator<Item>(), buffer_size_, pass_seed(seed_, pass));
@@ -529,6 +539,7 @@ class BatchNode : public DatasetNode {
  public:
   BatchNode(NodePtr input, Index batch_size, bool drop_remainder)
       : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  const DatasetNode* input() const override { return input_.get(); }
   std::unique_ptr<Iterator> make_iterator() const override {
     if (const auto* sources = input_->rows())
       return std::make_unique<BatchRowsIterator>(*sources, input_->make_row_iterator(), batch_size_,
@@ -552,6 +563,7 @@ class BatchNode : public DatasetNode {
 class PrefetchNode : public DatasetNode {
  public:
   PrefetchNode(NodePtr input, int buffer_size) : input_(std::move(input)), buffer_size_(buffer_size) {}
+  const DatasetNode* input() const override { return input_.get(); }
   std::unique_ptr<Iterator> make_iterator() const override {
     return std::make_unique<detail::PrefetchIterator>(input_->make_iterator(), buffer_size_);
   }
@@ -641,6 +653,20 @@ Dataset Dataset::cache() const { return Dataset(std::make_shared<CacheNode>(node
 Index Dataset::cardinality() const { return node_->cardinality(); }
 
 std::unique_ptr<Iterator> Dataset::make_iterator() const { return node_->make_iterator(); }
+
+std::vector<std::uint64_t> Dataset::pass_counts() const {
+  std::vector<std::uint64_t> counts;
+  node_->pass_counts(counts);
+  return counts;
+}
+
+void Dataset::set_pass_counts(const std::vector<std::uint64_t>& counts) const {
+  std::size_t at = 0;
+  node_->set_pass_counts(counts, at);
+  if (at != counts.size())
+    throw std::invalid_argument("set_pass_counts: " + std::to_string(counts.size()) + " counts for a dataset with " +
+                                std::to_string(at) + " reshuffling stages");
+}
 
 Dataset::RangeIterator::RangeIterator(std::shared_ptr<Iterator> it) : it_(std::move(it)) { current_ = it_->next(); }
 

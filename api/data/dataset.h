@@ -83,6 +83,12 @@ class Dataset {
   Index cardinality() const;
 
   std::unique_ptr<Iterator> make_iterator() const;
+  // Where the pipeline's random orders stand: how many passes each reshuffling stage (shuffle with
+  // reshuffle_each_iteration), from the source on, has begun. A program resumed from a checkpoint sets them back
+  // (BackupAndRestore does) so that its next pass has the order the interrupted run's next pass would have had.
+  // set_pass_counts throws std::invalid_argument when the counts are not one per reshuffling stage.
+  std::vector<std::uint64_t> pass_counts() const;
+  void set_pass_counts(const std::vector<std::uint64_t>& counts) const;
 
   // Range-for support: each begin() starts a new pass.
   class RangeIterator {

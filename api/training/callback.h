@@ -60,6 +60,9 @@ class Callback {
   virtual void on_train_end(const Logs&) {}
   virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
   virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  // After every callback's on_epoch_end: for callbacks that save the training state (BackupAndRestore), so that
+  // what they save includes the other callbacks' epoch-end updates (EarlyStopping's patience count, say).
+  virtual void on_epoch_complete(int /*epoch*/, const Logs&) {}
   virtual void on_train_batch_begin(std::int64_t /*batch*/, const Logs&) {}
   virtual void on_train_batch_end(std::int64_t /*batch*/, const Logs&) {}
   virtual void on_test_begin(const Logs&) {}

@@ -58,9 +58,49 @@ void stage_float32(const Tensor& src, Tensor& dst) {
   }
 }
 
+// Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
+// each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.
+template <class Fn>
+void for_each_plan(ModelImpl& model, Index n, Fn&& fn) {
+  Replicas* replicas = model.replicas();
+  if (!replicas) return fn(-1, model.plan_for(n, true));
+  for (int r = 0; r < replicas->num_local(); ++r) {
+    const auto [begin, end] = replicas->slice(n, r);
+    if (end > begin) fn(r, replicas->plan(r, end - begin, true));
+  }
+}
+
 }  // namespace
 
 TrainingLoop::TrainingLoop(ModelImpl& model) : model_(model) {}
+
+std::vector<TrainingLoop::PlanRng> TrainingLoop::plan_rngs() {
+  std::vector<PlanRng> out;
+  for (Index n : trained_batch_sizes_)
+    for_each_plan(model_, n, [&](int replica, Plan& plan) { out.push_back({n, replica, plan.rng().state()}); });
+  return out;
+}
+
+void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
+  for (const PlanRng& p : rngs) {
+    bool found = false;
+    for_each_plan(model_, p.batch_size, [&](int replica, Plan& plan) {
+      if (replica != p.replica) return;
+      found = true;
+      try {
+        plan.rng().set_state(p.state);
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error("plan for batches of " + std::to_string(p.batch_size) + ": " + e.what());
+      }
+    });
+    if (!found)
+      throw std::runtime_error("it was written under another strategy (it has a plan of replica " +
+                               std::to_string(p.replica) + "); resume it with the strategy it was trained with");
+    if (std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), p.batch_size) ==
+        trained_batch_sizes_.end())
+      trained_batch_sizes_.push_back(p.batch_size);
+  }
+}
 
 void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                            std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
@@ -266,6 +306,8 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const Index n = batch[0].dim(0);
   const bool training = mode == Mode::train;
+  if (training && std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), n) == trained_batch_sizes_.end())
+    trained_batch_sizes_.push_back(n);
 
   // Per output: every example's loss values and the predictions, from the model's own plan or gathered from
   // the strategy's replicas.
@@ -440,6 +482,16 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);
+  // What the callbacks may reach of this fit until it returns.
+  struct FitScope {
+    TrainingLoop& loop;
+    ~FitScope() {
+      loop.fit_callbacks_.clear();
+      loop.train_data_ = nullptr;
+    }
+  } scope{*this};
+  fit_callbacks_ = cbs;
+  train_data_ = &train;
   model_.stop_training = false;
   model_.resume_epoch = -1;
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
@@ -463,6 +515,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
       for (const auto& [k, v] : val.entries()) epoch_logs.set("val_" + k, v);
     }
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+    each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
   }
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(Logs()); });
   return *history;

@@ -77,6 +77,22 @@ class TrainingLoop {
   callbacks::Logs train_on_batch(const data::Element& batch);
   callbacks::Logs test_on_batch(const data::Element& batch);
 
+  // During fit: its callbacks (the user's, then the progress bar and History) and its training data, for the
+  // callbacks that save what a resumed fit needs (BackupAndRestore). Empty and null outside fit.
+  const std::vector<callbacks::CallbackPtr>& callbacks() const { return fit_callbacks_; }
+  const data::Dataset* train_data() const { return train_data_; }
+
+  // The random generators of the training plans, which Dropout draws from: one per global batch size trained so
+  // far (under a strategy, one per replica with rows of such a batch). restore_plan_rngs makes the plans and sets
+  // their generators; it throws std::runtime_error when a generator belongs to a replica this strategy has not.
+  struct PlanRng {
+    Index batch_size = 0;
+    int replica = -1;  // -1: the model's own plan
+    std::string state;
+  };
+  std::vector<PlanRng> plan_rngs();
+  void restore_plan_rngs(const std::vector<PlanRng>& rngs);
+
   // Null before compile().
   const optimizers::OptimizerPtr& optimizer() const { return optimizer_; }
   const std::vector<losses::LossPtr>& losses() const { return losses_; }
@@ -149,6 +165,9 @@ class TrainingLoop {
   std::vector<Tensor> parts_;
   std::vector<double> weights_;  // per-example weights of the whole batch
   std::vector<std::vector<Tensor>> predictions_;  // predict: per output, every batch's outputs so far
+  std::vector<callbacks::CallbackPtr> fit_callbacks_;
+  const data::Dataset* train_data_ = nullptr;
+  std::vector<Index> trained_batch_sizes_;  // global batch sizes with a training plan (made or restored)
 };
 
 }  // namespace detail

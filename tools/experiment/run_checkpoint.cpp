@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "api/io/weights_file.h"
+#include "api/training/training_state.h"
 #include "tools/experiment/interrupt.h"
 
 namespace tower::experiment {
@@ -27,23 +28,8 @@ Config to_config(const RunState& s) {
   c.set("iterations", s.iterations);
   if (s.learning_rate) c.set("learning_rate", *s.learning_rate);
   c.set("stopped", s.stopped);
-  Config plans = Config::list();
-  for (const RunState::PlanRng& p : s.plans) {
-    Config e = Config::map();
-    e.set("batch_size", p.batch_size);
-    e.set("replica", p.replica);
-    e.set("rng", p.state);
-    plans.push_back(e);
-  }
-  c.set("plans", plans);
-  Config cbs = Config::list();
-  for (const RunState::CallbackEntry& e : s.callbacks) {
-    Config entry = Config::map();
-    entry.set("index", e.index);
-    entry.set("values", e.state.values);
-    cbs.push_back(entry);
-  }
-  c.set("callbacks", cbs);
+  c.set("plans", tower::detail::plan_rngs_to_config(s.plans));
+  c.set("callbacks", s.callbacks);
   return c;
 }
 
@@ -55,24 +41,9 @@ RunState from_config(const Config& c) {
   s.iterations = c.at("iterations").as_int();
   if (c.contains("learning_rate")) s.learning_rate = c.at("learning_rate").as_double();
   s.stopped = c.contains("stopped") && c.at("stopped").as_bool();
-  for (const Config& p : c.at("plans").as_list())
-    s.plans.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()), p.at("rng").as_string()});
-  if (c.contains("callbacks"))
-    for (const Config& e : c.at("callbacks").as_list())
-      s.callbacks.push_back({static_cast<int>(e.at("index").as_int()), {e.at("values"), {}}});
+  s.plans = tower::detail::plan_rngs_from_config(c.at("plans"));
+  if (c.contains("callbacks")) s.callbacks = c.at("callbacks");
   return s;
-}
-
-// Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
-// each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.
-template <class Fn>
-void for_each_plan(ModelImpl& model, Index n, Fn&& fn) {
-  tower::detail::Replicas* replicas = model.replicas();
-  if (!replicas) return fn(-1, model.plan_for(n, true));
-  for (int r = 0; r < replicas->num_local(); ++r) {
-    const auto [begin, end] = replicas->slice(n, r);
-    if (end > begin) fn(r, replicas->plan(r, end - begin, true));
-  }
 }
 
 }  // namespace
@@ -80,12 +51,7 @@ void for_each_plan(ModelImpl& model, Index n, Fn&& fn) {
 RunCheckpoint::RunCheckpoint(RunDirectory dir, RunCheckpointOptions options)
     : dir_(std::move(dir)), options_(options) {}
 
-void RunCheckpoint::restored(const RunState& state) {
-  for (const RunState::PlanRng& p : state.plans)
-    if (std::find(batch_sizes_.begin(), batch_sizes_.end(), p.batch_size) == batch_sizes_.end())
-      batch_sizes_.push_back(p.batch_size);
-  last_ = state;
-}
+void RunCheckpoint::restored(const RunState& state) { last_ = state; }
 
 void RunCheckpoint::on_epoch_begin(int epoch, const callbacks::Logs&) {
   epoch_ = epoch;
@@ -96,9 +62,6 @@ void RunCheckpoint::on_epoch_begin(int epoch, const callbacks::Logs&) {
 void RunCheckpoint::on_train_batch_end(std::int64_t, const callbacks::Logs& logs) {
   ++epoch_batches_;
   ++batches_;
-  const Index size = static_cast<Index>(logs.get("size").value_or(0.0));
-  if (size > 0 && std::find(batch_sizes_.begin(), batch_sizes_.end(), size) == batch_sizes_.end())
-    batch_sizes_.push_back(size);
   if (options_.interrupt_after_batches && batches_ >= *options_.interrupt_after_batches) request_interrupt();
   if (interrupted_ || !interrupt_requested()) return;
   const bool partial = epoch_batches_ < options_.epoch_steps;
@@ -136,20 +99,11 @@ bool RunCheckpoint::save(std::optional<int> epoch_weights, bool stopped) {
   const Config opt_config = optimizer.get_config();
   if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
     s.learning_rate = optimizer.learning_rate();
-  // Only plans this process has trained with exist (asking for others would make them).
-  for (Index n : batch_sizes_)
-    for_each_plan(m, n, [&](int replica, Plan& plan) { s.plans.push_back({n, replica, plan.rng().state()}); });
+  s.plans = m.training_loop().plan_rngs();
   std::vector<io::NamedTensor> tensors;
   for (const VariablePtr& v : m.weights()) tensors.push_back({kModelPrefix + v->path, v->value});
   for (const VariablePtr& v : optimizer.variables()) tensors.push_back({kOptimizerPrefix + v->path, v->value});
-  for (std::size_t i = 0; i < watched_.size(); ++i) {
-    callbacks::CallbackState cs = watched_[i]->state();
-    if (cs.empty()) continue;
-    for (const auto& [name, t] : cs.tensors)
-      tensors.push_back({kCallbackPrefix + std::to_string(i) + "/" + name, t});
-    cs.tensors.clear();
-    s.callbacks.push_back({static_cast<int>(i), cs});
-  }
+  s.callbacks = tower::detail::callback_states(watched_, this, kCallbackPrefix, tensors);
   last_ = s;
   if (const std::string bad = io::first_non_finite(tensors); !bad.empty()) {
     if (!warned_non_finite_)
@@ -186,27 +140,16 @@ RunState restore_run_state(const std::string& path, ModelImpl& model,
   const io::WeightsFile file = io::read_weights_file(path);
   RunState state = read_run_state(path);
   std::vector<Tensor> weights, slots;
+  std::vector<io::NamedTensor> callback_tensors;
   for (const io::NamedTensor& t : file.weights) {
-    if (starts_with(t.name, kModelPrefix)) {
+    if (starts_with(t.name, kModelPrefix))
       weights.push_back(t.value);
-    } else if (starts_with(t.name, kOptimizerPrefix)) {
+    else if (starts_with(t.name, kOptimizerPrefix))
       slots.push_back(t.value);
-    } else if (starts_with(t.name, kCallbackPrefix)) {
-      const std::string rest = t.name.substr(kCallbackPrefix.size());
-      const std::size_t slash = rest.find('/');
-      const int index = slash == std::string::npos ? -1 : std::atoi(rest.substr(0, slash).c_str());
-      auto entry = std::find_if(state.callbacks.begin(), state.callbacks.end(),
-                                [&](const RunState::CallbackEntry& e) { return e.index == index; });
-      if (entry == state.callbacks.end()) throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
-      entry->state.tensors.emplace_back(rest.substr(slash + 1), t.value);
-    } else {
+    else if (starts_with(t.name, kCallbackPrefix))
+      callback_tensors.push_back(t);
+    else
       throw std::runtime_error(path + ": unexpected entry '" + t.name + "'");
-    }
-  }
-  for (const RunState::CallbackEntry& e : state.callbacks) {
-    if (e.index < 0 || static_cast<std::size_t>(e.index) >= callbacks.size())
-      throw std::runtime_error(path + " holds the state of callback " + std::to_string(e.index + 1) + "; the run has " +
-                               std::to_string(callbacks.size()) + " callbacks");
   }
   optimizers::Optimizer& optimizer = *model.optimizer();
   optimizer.build(model.trainable_weights());
@@ -227,27 +170,11 @@ RunState restore_run_state(const std::string& path, ModelImpl& model,
   for (std::size_t i = 0; i < slots.size(); ++i) opt_vars[i]->value.copy_from(slots[i]);
   optimizer.set_iterations(state.iterations);
   if (state.learning_rate) optimizer.set_learning_rate(*state.learning_rate);
-  for (const RunState::CallbackEntry& e : state.callbacks) {
-    try {
-      callbacks[static_cast<std::size_t>(e.index)]->restore_state(e.state);
-    } catch (const std::exception& ex) {
-      throw std::runtime_error(path + ": callback " + std::to_string(e.index + 1) + ": " + ex.what());
-    }
-  }
-  for (const RunState::PlanRng& p : state.plans) {
-    bool found = false;
-    for_each_plan(model, p.batch_size, [&](int replica, Plan& plan) {
-      if (replica != p.replica) return;
-      found = true;
-      try {
-        plan.rng().set_state(p.state);
-      } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(path + ": plan for batches of " + std::to_string(p.batch_size) + ": " + e.what());
-      }
-    });
-    if (!found)
-      throw std::runtime_error(path + " was written under another strategy (it has a plan of replica " +
-                               std::to_string(p.replica) + "); resume it with the strategy it was trained with");
+  tower::detail::restore_callback_states(state.callbacks, callback_tensors, kCallbackPrefix, callbacks, path);
+  try {
+    model.training_loop().restore_plan_rngs(state.plans);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": " + e.what());
   }
   return state;
 }

@@ -42,21 +42,11 @@ struct RunState {
   // A callback (EarlyStopping, TerminateOnNaN) ended the training: a resumed run trains no further epoch, it
   // only finishes (on_train_end: EarlyStopping's best weights, the final files).
   bool stopped = false;
-  // The generator of the training plan for global batches of batch_size: the model's own plan (replica -1), or
-  // under a strategy replica r's plan for its rows of such a batch.
-  struct PlanRng {
-    Index batch_size = 0;
-    int replica = -1;
-    std::string state;
-  };
-  std::vector<PlanRng> plans;
-  // The states of the run's callbacks that remember something (EarlyStopping, ReduceLROnPlateau), by their
-  // position in the list given to RunCheckpoint::watch.
-  struct CallbackEntry {
-    int index = 0;
-    callbacks::CallbackState state;
-  };
-  std::vector<CallbackEntry> callbacks;
+  // The generators of the training plans (TrainingLoop::plan_rngs).
+  std::vector<tower::detail::TrainingLoop::PlanRng> plans;
+  // The values of the states of the run's callbacks that remember something (EarlyStopping, ReduceLROnPlateau),
+  // by their position in the list given to RunCheckpoint::watch (training_state.h); their tensors are in the file.
+  Config callbacks = Config::list();
 
   bool epoch_complete() const { return epoch_batches >= epoch_steps; }
 };
@@ -101,7 +91,6 @@ class RunCheckpoint : public callbacks::Callback {
   int epoch_ = 0;
   std::int64_t epoch_batches_ = 0;
   std::int64_t batches_ = 0;           // in this process
-  std::vector<Index> batch_sizes_;     // training plans made, in order
   bool interrupted_ = false;
   bool saved_partial_ = false;
   bool warned_non_finite_ = false;

@@ -2,6 +2,7 @@
 // Internals of Dataset. Each transformation is a DatasetNode pointing at its input; iterating creates one
 // iterator per node. Pipelines that only reorder or select the rows of from_tensor_slices (shuffle, take, skip,
 // repeat, cache) run on row indices instead of elements, so batch() can gather whole batches with memcpy.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -34,6 +35,16 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   // of the elements make_iterator() yields, in the same order.
   virtual const std::vector<Tensor>* rows() const { return nullptr; }
   virtual std::unique_ptr<RowIterator> make_row_iterator() const;
+  // The node this one reads, or null for a source.
+  virtual const DatasetNode* input() const { return nullptr; }
+  // The pass counters of the reshuffling stages from the source to this node (Dataset::pass_counts); `at` walks
+  // `counts` when setting them.
+  virtual void pass_counts(std::vector<std::uint64_t>& counts) const {
+    if (input()) input()->pass_counts(counts);
+  }
+  virtual void set_pass_counts(const std::vector<std::uint64_t>& counts, std::size_t& at) const {
+    if (input()) input()->set_pass_counts(counts, at);
+  }
 };
 
 using NodePtr = std::shared_ptr<const DatasetNode>;
@@ -59,6 +70,7 @@ class RowsToElements : public Iterator {
 template <class Derived> class ReorderingNode : public DatasetNode {
  public:
   explicit ReorderingNode(NodePtr input) : input_(std::move(input)) {}
+  const DatasetNode* input() const override { return input_.get(); }
   const std::vector<Tensor>* rows() const override { return input_->rows(); }
   std::unique_ptr<Iterator> make_iterator() const override {
     if (const auto* sources = rows()) return std::make_unique<RowsToElements>(*sources, make_row_iterator());
