@@ -341,7 +341,7 @@ void finish(const fs::path& run, const std::string& file, const fs::path& log) {
 
 // Every file write of a run in turn: the n-th write is killed half-way for n = 1, 2, ... until a run finishes
 // without reaching it. Each resumed run must end with the uninterrupted run's files: every epoch's weights file
-// (none lost, none different), the final weights, bit for bit, and no temporary file. Returns the number of
+// (none lost, none different), the final weights and history.csv, byte for byte, and no temporary file. Returns the number of
 // runs killed.
 int kill_in_each_write(const std::string& experiment, const std::string& name) {
   const fs::path root = testing::fresh_dir() / name;
@@ -352,6 +352,7 @@ int kill_in_each_write(const std::string& experiment, const std::string& name) {
   const RunResult ref = run_tower({"train", file, "--out", whole.string()}, {}, whole, root / "whole.log");
   EXPECT_EQ(ref.exit_status, 0) << ref.log;
   const std::map<std::string, std::string> expected = checkpoint_files(whole);
+  const std::string history = read_text(whole / "history.csv");
   int kills = 0;
   for (int n = 1;; ++n) {
     const fs::path run = root / ("write" + std::to_string(n));
@@ -370,7 +371,7 @@ int kill_in_each_write(const std::string& experiment, const std::string& name) {
       if (got.count(file_name)) EXPECT_TRUE(got.at(file_name) == bytes) << file_name << " differs";
     }
     EXPECT_EQ(got.size(), expected.size());
-    EXPECT_EQ(read_text(run / "history.csv").empty(), false);
+    EXPECT_TRUE(read_text(run / "history.csv") == history) << "history.csv differs:\n" << read_text(run / "history.csv");
     for (const auto& e : fs::recursive_directory_iterator(run))
       EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -28,6 +29,7 @@ Config to_config(const RunState& s) {
   c.set("iterations", s.iterations);
   if (s.learning_rate) c.set("learning_rate", *s.learning_rate);
   c.set("stopped", s.stopped);
+  c.set("history_bytes", s.history_bytes);
   c.set("plans", tower::detail::plan_rngs_to_config(s.plans));
   c.set("callbacks", s.callbacks);
   return c;
@@ -41,6 +43,7 @@ RunState from_config(const Config& c) {
   s.iterations = c.at("iterations").as_int();
   if (c.contains("learning_rate")) s.learning_rate = c.at("learning_rate").as_double();
   s.stopped = c.contains("stopped") && c.at("stopped").as_bool();
+  if (c.contains("history_bytes")) s.history_bytes = c.at("history_bytes").as_int();
   s.plans = tower::detail::plan_rngs_from_config(c.at("plans"));
   if (c.contains("callbacks")) s.callbacks = c.at("callbacks");
   return s;
@@ -96,6 +99,11 @@ bool RunCheckpoint::save(std::optional<int> epoch_weights, bool stopped) {
   s.epoch_steps = options_.epoch_steps;
   s.iterations = optimizer.iterations();
   s.stopped = stopped;
+  if (s.epoch_complete()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(dir_.history_path(), ec);
+    if (!ec) s.history_bytes = static_cast<std::int64_t>(size);
+  }
   const Config opt_config = optimizer.get_config();
   if (opt_config.contains("learning_rate") && opt_config.at("learning_rate").is_number())
     s.learning_rate = optimizer.learning_rate();

@@ -42,6 +42,9 @@ struct RunState {
   // A callback (EarlyStopping, TerminateOnNaN) ended the training: a resumed run trains no further epoch, it
   // only finishes (on_train_end: EarlyStopping's best weights, the final files).
   bool stopped = false;
+  // history.csv's size when an epoch-end state was saved (-1: a mid-epoch state, or none): a resumed run cuts the
+  // file back to it, so the rows of epochs trained after this state and lost with a crash are not there twice.
+  std::int64_t history_bytes = -1;
   // The generators of the training plans (TrainingLoop::plan_rngs).
   std::vector<tower::detail::TrainingLoop::PlanRng> plans;
   // The values of the states of the run's callbacks that remember something (EarlyStopping, ReduceLROnPlateau),

@@ -4,8 +4,9 @@
 //   config.yaml                   the resolved experiment (overrides and defaults applied); `tower train` on it
 //                                 repeats the run
 //   summary.txt                   the model's summary table
-//   history.csv                   one row per epoch (CSVLogger); a resumed run appends, so an interrupted epoch
-//                                 has a row for its part before and one for its part after the interruption
+//   history.csv                   one row per epoch (CSVLogger); a resumed run appends, after cutting off the rows
+//                                 of epochs its checkpoint does not hold (lost with a crash), so an epoch stopped
+//                                 by Ctrl-C part-way has a row for its part before and one for its part after
 //   events.jsonl                  one JSON object per step and per epoch (EventLog), for the training monitor
 //   checkpoints/state.weights     the resumable training state (RunCheckpoint): weights, optimizer state,
 //                                 epoch and batch, random-generator states; rewritten atomically

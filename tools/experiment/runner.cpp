@@ -231,6 +231,11 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
     // epoch ahead of it (written first at an epoch's end), starts afresh from it.
     for (const CallbackPtr& cb : cbs)
       if (auto backup = std::dynamic_pointer_cast<callbacks::BackupAndRestore>(cb)) fs::remove(backup->backup_path());
+    // The rows of epochs trained after the state and lost with a crash are trained, and written, again.
+    std::error_code ec;
+    if (chief && state.history_bytes >= 0 &&
+        fs::file_size(dir.history_path(), ec) > static_cast<std::uintmax_t>(state.history_bytes) && !ec)
+      fs::resize_file(dir.history_path(), static_cast<std::uintmax_t>(state.history_bytes));
     checkpoint->restored(state);
     data.train->seek(state.iterations);
     start_epoch = state.stopped ? epochs : state.epoch_complete() ? state.epoch + 1 : state.epoch;
