@@ -132,8 +132,9 @@ bool RunCheckpoint::save(std::optional<int> epoch_weights, bool stopped) {
   return true;
 }
 
-RunState read_run_state(const std::string& path) {
-  const io::WeightsFile file = io::read_weights_file(path);
+namespace {
+// The training state of a state file already read.
+RunState state_of(const io::WeightsFile& file, const std::string& path) {
   if (!file.extra.contains(kStateKey))
     throw std::runtime_error(path + " holds no training state (it is not a run directory's state.weights)");
   try {
@@ -142,11 +143,14 @@ RunState read_run_state(const std::string& path) {
     throw std::runtime_error(path + ": malformed training state: " + e.what());
   }
 }
+}  // namespace
+
+RunState read_run_state(const std::string& path) { return state_of(io::read_weights_file(path), path); }
 
 RunState restore_run_state(const std::string& path, ModelImpl& model,
                            const std::vector<callbacks::CallbackPtr>& callbacks) {
   const io::WeightsFile file = io::read_weights_file(path);
-  RunState state = read_run_state(path);
+  RunState state = state_of(file, path);
   std::vector<Tensor> weights, slots;
   std::vector<io::NamedTensor> callback_tensors;
   for (const io::NamedTensor& t : file.weights) {
