@@ -1,101 +1,120 @@
 #include "api/core/allocator.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
+
+#ifdef TOWER_WITH_CUDA
+#include "api/core/cuda/cuda_device.h"
+#endif
 
 namespace tower {
 namespace {
 
-constexpr std::size_t kAlignment = 64;
+std::string mib(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
 
-std::size_t round_up(std::size_t bytes) {
-  // Small blocks round to the alignment, larger ones to 1/8 of their power of two, so a slightly smaller
-  // request (the last, short batch) can reuse a block.
-  if (bytes <= 4096) return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+class HostRawAllocator final : public RawAllocator {
+ public:
+  void* allocate(std::size_t bytes) override { return std::aligned_alloc(64, bytes); }
+  void deallocate(void* ptr, std::size_t) override { std::free(ptr); }
+  std::size_t free_bytes() const override {
+    return static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  }
+  Device device() const override { return Device::cpu(); }
+};
+
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::unique_ptr<RawAllocator> raw, std::size_t alignment)
+    : raw_(std::move(raw)), alignment_(alignment) {}
+
+CachingAllocator::~CachingAllocator() { empty_cache(); }
+
+std::size_t CachingAllocator::block_size(std::size_t bytes) const {
+  if (bytes == 0) bytes = 1;
+  if (bytes <= 4096) return (bytes + alignment_ - 1) / alignment_ * alignment_;
   std::size_t p = 4096;
   while (p * 2 <= bytes) p *= 2;
   const std::size_t step = p / 8;
   return (bytes + step - 1) / step * step;
 }
 
-class CpuCachingAllocator final : public Allocator {
- public:
-  ~CpuCachingAllocator() override { empty_cache(); }
-
-  void* allocate(std::size_t bytes) override {
-    const std::size_t size = round_up(bytes == 0 ? 1 : bytes);
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.allocations;
-    void* ptr = nullptr;
-    auto it = free_.find(size);
-    if (it != free_.end() && !it->second.empty()) {
-      ptr = it->second.back();
-      it->second.pop_back();
-      stats_.bytes_cached -= size;
-    } else {
-      ptr = std::aligned_alloc(kAlignment, size);
-      if (!ptr) {
-        release_cached_locked();
-        ptr = std::aligned_alloc(kAlignment, size);
-      }
-      if (!ptr) throw std::bad_alloc();
-      ++stats_.system_allocations;
+void* CachingAllocator::allocate(std::size_t bytes) {
+  const std::size_t size = block_size(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.allocations;
+  void* ptr = nullptr;
+  auto it = free_.find(size);
+  if (it != free_.end() && !it->second.empty()) {
+    ptr = it->second.back();
+    it->second.pop_back();
+    stats_.bytes_cached -= size;
+  } else {
+    ptr = raw_->allocate(size);
+    if (!ptr) {
+      release_cached_locked();
+      ptr = raw_->allocate(size);
     }
-    stats_.bytes_in_use += size;
-    if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
-    return ptr;
+    if (!ptr)
+      throw OutOfMemory("out of memory on " + raw_->device().to_string() + ": " + mib(size) + " needed, " +
+                        mib(raw_->free_bytes()) + " free; tensors hold " + mib(stats_.bytes_in_use));
+    ++stats_.system_allocations;
+    stats_.bytes_reserved += size;
+    if (stats_.bytes_reserved > stats_.peak_bytes_reserved) stats_.peak_bytes_reserved = stats_.bytes_reserved;
   }
+  stats_.bytes_in_use += size;
+  if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  return ptr;
+}
 
-  void deallocate(void* ptr, std::size_t bytes) override {
-    if (!ptr) return;
-    const std::size_t size = round_up(bytes == 0 ? 1 : bytes);
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.bytes_in_use -= size;
-    stats_.bytes_cached += size;
-    free_[size].push_back(ptr);
-  }
+void CachingAllocator::deallocate(void* ptr, std::size_t bytes) {
+  if (!ptr) return;
+  const std::size_t size = block_size(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.bytes_in_use -= size;
+  stats_.bytes_cached += size;
+  free_[size].push_back(ptr);
+}
 
-  AllocatorStats stats() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
 
-  void empty_cache() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    release_cached_locked();
-  }
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+}
 
-  Device device() const override { return Device::cpu(); }
-
- private:
-  void release_cached_locked() {
-    for (auto& [size, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    stats_.bytes_cached = 0;
-  }
-
-  mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_;
-  AllocatorStats stats_;
-};
-
-}  // namespace
+void CachingAllocator::release_cached_locked() {
+  for (auto& [size, blocks] : free_)
+    for (void* p : blocks) {
+      raw_->deallocate(p, size);
+      stats_.bytes_reserved -= size;
+    }
+  free_.clear();
+  stats_.bytes_cached = 0;
+}
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) {
-    static CpuCachingAllocator cpu;
+    static CachingAllocator cpu(std::make_unique<HostRawAllocator>());
     return cpu;
   }
+#ifdef TOWER_WITH_CUDA
+  return cuda::allocator(device.index);
+#else
   throw std::invalid_argument("no allocator for device " + device.to_string() +
                               ": this build of Tower has no CUDA backend");
+#endif
 }
 
 namespace {

@@ -1,10 +1,18 @@
 #pragma once
-// Device memory allocators. Every tensor's storage comes from the allocator of its device, which keeps freed
-// blocks for reuse, so a training loop whose plan is fixed stops touching the system allocator after its
-// first step. The counters let tests and benchmarks check exactly that.
+// Device memory allocators. Every tensor's storage comes from the allocator of its device, a CachingAllocator
+// that keeps freed blocks for reuse, so a training loop whose plan is fixed stops asking the device for memory
+// after its first step. The counters let tests and benchmarks check exactly that.
+//
+// The caching logic is one class over an injected RawAllocator (the host's aligned_alloc, cudaMalloc on a GPU,
+// or a test's fake), so the CPU tests prove the logic the GPU runs.
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
 #include <string>
+#include <vector>
 
 #include "api/core/device.h"
 
@@ -12,16 +20,18 @@ namespace tower {
 
 struct AllocatorStats {
   std::uint64_t allocations = 0;         // every allocate() call, served from the cache or not
-  std::uint64_t system_allocations = 0;  // allocate() calls that had to ask the system for memory
-  std::size_t bytes_in_use = 0;
+  std::uint64_t system_allocations = 0;  // allocate() calls that had to ask the raw allocator for memory
+  std::size_t bytes_in_use = 0;          // held by live tensors (block sizes, after rounding)
   std::size_t peak_bytes_in_use = 0;
   std::size_t bytes_cached = 0;          // freed blocks kept for reuse
+  std::size_t bytes_reserved = 0;        // in use + cached: what the allocator holds from the device
+  std::size_t peak_bytes_reserved = 0;
 };
 
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  // Returns memory aligned to 64 bytes, or throws std::bad_alloc with the size in the message.
+  // Returns memory aligned to 64 bytes (256 on a GPU), or throws OutOfMemory naming the device and sizes.
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) = 0;
   virtual AllocatorStats stats() const = 0;
@@ -30,7 +40,59 @@ class Allocator {
   virtual Device device() const = 0;
 };
 
-// The process-wide allocator for a device. Thread-safe.
+// Where a CachingAllocator gets its memory. allocate returns nullptr when the device has no memory left
+// (it does not throw); free_bytes is what the device reports as free, for the out-of-memory message.
+class RawAllocator {
+ public:
+  virtual ~RawAllocator() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes) = 0;
+  virtual std::size_t free_bytes() const = 0;
+  virtual Device device() const = 0;
+};
+
+// Thrown when a device cannot give the memory asked for, even after the cache is returned to it:
+// "out of memory on cuda:0: 512.0 MiB needed, 100.0 MiB free; tensors hold 1024.0 MiB".
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// Size bins: small blocks round to the alignment, larger ones to 1/8 of their power of two, so a slightly
+// smaller request (the last, short batch) reuses a block. Freed blocks wait in their bin; a request takes one
+// from its bin or asks the raw allocator, and when that fails returns every cached block and asks once more.
+// All work on one device is ordered on that device's one stream, so a block freed by one op can be handed to
+// the next at once (PyTorch's per-stream reuse, with a single stream). Thread-safe.
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(std::unique_ptr<RawAllocator> raw, std::size_t alignment = 64);
+  ~CachingAllocator() override;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) override;
+  AllocatorStats stats() const override;
+  void empty_cache() override;
+  Device device() const override { return raw_->device(); }
+
+  // The block size a request of `bytes` takes.
+  std::size_t block_size(std::size_t bytes) const;
+
+ private:
+  void release_cached_locked();
+
+  std::unique_ptr<RawAllocator> raw_;
+  std::size_t alignment_;
+  mutable std::mutex mutex_;
+  std::map<std::size_t, std::vector<void*>> free_;
+  AllocatorStats stats_;
+};
+
+// The process-wide allocator for a device. Thread-safe. Throws std::invalid_argument for a GPU this build or
+// this machine does not have.
 Allocator& allocator_for(Device device);
 
 // While alive, caps the bytes of tensor storage the current thread may allocate in total (on any device); the

@@ -3,6 +3,10 @@
 #include <cctype>
 #include <stdexcept>
 
+#ifdef TOWER_WITH_CUDA
+#include "api/core/cuda/cuda_device.h"
+#endif
+
 namespace tower {
 
 Device Device::parse(const std::string& text) {
@@ -23,15 +27,10 @@ Device Device::parse(const std::string& text) {
   throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
 }
 
-#ifdef TOWER_WITH_CUDA
-namespace backend::cuda {
-int device_count();  // backend/cuda/cuda_runtime.cpp
-}
-#endif
 
 int cuda_device_count() {
 #ifdef TOWER_WITH_CUDA
-  return backend::cuda::device_count();
+  return cuda::device_count();
 #else
   return 0;
 #endif

@@ -5,28 +5,54 @@
 #include <stdexcept>
 #include <string>
 
+#ifdef TOWER_WITH_CUDA
+#include "api/core/cuda/cuda_device.h"
+#endif
+
 namespace tower {
 
 namespace {
+#ifndef TOWER_WITH_CUDA
 [[noreturn]] void no_runtime(const std::string& what) {
   throw std::invalid_argument(what + ": this build of Tower has no CUDA backend");
 }
+#endif
 }  // namespace
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
-  if (!dst_device.is_cpu() || !src_device.is_cpu())
-    no_runtime("copy from " + src_device.to_string() + " to " + dst_device.to_string());
-  if (bytes) std::memmove(dst, src, bytes);
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    if (bytes) std::memmove(dst, src, bytes);
+    return;
+  }
+#ifdef TOWER_WITH_CUDA
+  cuda::copy_bytes(dst, dst_device, src, src_device, bytes);
+#else
+  no_runtime("copy from " + src_device.to_string() + " to " + dst_device.to_string());
+#endif
 }
 
 void fill_bytes(void* dst, Device device, std::size_t bytes, unsigned char value) {
-  if (!device.is_cpu()) no_runtime("fill on " + device.to_string());
-  if (bytes) std::memset(dst, value, bytes);
+  if (device.is_cpu()) {
+    if (bytes) std::memset(dst, value, bytes);
+    return;
+  }
+#ifdef TOWER_WITH_CUDA
+  cuda::fill_bytes(dst, device.index, bytes, value);
+#else
+  no_runtime("fill on " + device.to_string());
+#endif
 }
 
 void fill_floats(float* dst, Device device, std::size_t n, float value) {
-  if (!device.is_cpu()) no_runtime("fill on " + device.to_string());
-  std::fill_n(dst, n, value);
+  if (device.is_cpu()) {
+    std::fill_n(dst, n, value);
+    return;
+  }
+#ifdef TOWER_WITH_CUDA
+  cuda::fill_floats(dst, device.index, n, value);
+#else
+  no_runtime("fill on " + device.to_string());
+#endif
 }
 
 }  // namespace tower

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+
+#include "api/core/tensor.h"
 
 namespace tower {
 namespace {
@@ -27,6 +30,20 @@ TEST(Device, TheCpuIsAlwaysListed) {
 TEST(Device, GpusAreListed_CUDA) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
   EXPECT_EQ(list_physical_devices("GPU")[0], Device::cuda(0));
+}
+
+TEST(Device, ATensorOnAMissingGpuIsAClearError) {
+  const int gpus = cuda_device_count();
+  try {
+    Tensor t(Shape{4}, DType::float32, Device::cuda(gpus));
+    FAIL() << "expected an error for cuda:" << gpus;
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    // With CUDA built in: "cuda:N was asked for, but ..."; without: "... has no CUDA backend".
+    EXPECT_TRUE(message.find("cuda:" + std::to_string(gpus) + " was asked for, but ") != std::string::npos ||
+                message.find("has no CUDA backend") != std::string::npos)
+        << message;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,91 @@
+#pragma once
+// The CUDA backend of one GPU: cuDNN for convolutions and batch normalisation, cuBLASLt for GEMM, the shared
+// functors of api/backend/math/ in grid-stride kernels for the rest, CUB for reductions. Internal (not
+// installed). Every op is queued on the GPU's one stream (core/cuda/cuda_device.h) and returns without waiting.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+
+#include "api/backend/backend.h"
+
+namespace tower::backend::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  // Requires GPU `index` to exist (throws std::invalid_argument naming it otherwise).
+  explicit CudaBackend(int index);
+  ~CudaBackend() override;
+  Device device() const override { return Device::cuda(index_); }
+  int index() const { return index_; }
+
+  std::unique_ptr<Conv2DOp> make_conv2d(const Conv2DParams& p) override;            // cuda_conv2d.cpp
+  std::unique_ptr<Pool2DOp> make_pool2d(const Pool2DParams& p) override;            // cuda_pool2d.cu
+  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormParams& p) override;  // cuda_batch_norm.cpp
+
+  void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
+            const float* b, Index ldb, float beta, float* c, Index ldc) override;  // cuda_gemm.cpp
+
+  // cuda_elementwise.cu
+  void fill(float* y, Index n, float value) override;
+  void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
+  void add(const float* a, const float* b, float* y, Index n) override;
+  void sub(const float* a, const float* b, float* y, Index n) override;
+  void mul(const float* a, const float* b, float* y, Index n) override;
+  void axpby(float alpha, const float* x, float beta, float* y, Index n) override;
+  void scale_shift(const float* x, float scale, float shift, float* y, Index n) override;
+  void add_bias(float* y, const float* bias, Index rows, Index cols) override;
+  void bias_grad(const float* dy, float* db, Index rows, Index cols) override;
+  void activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
+                          Index n) override;
+  void activation_backward(ActivationKind kind, const ActivationParams& p, const float* x, const float* y,
+                           const float* dy, float* dx, Index n) override;
+  void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) override;
+  void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
+                        Index inner) override;
+  void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) override;
+  void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) override;
+  void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
+                    Index outer) override;
+  void copy_strided_back(const float* src, Index src_inner, Index src_offset, float* dst, Index dst_inner,
+                         Index outer) override;
+  void pad2d(const float* x, float* y, Index n, Index h, Index w, Index c, Index out_h, Index out_w, Index top,
+             Index left) override;
+  void pad2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, Index out_h, Index out_w,
+                      Index top, Index left) override;
+  void upsample2d(const float* x, float* y, Index n, Index h, Index w, Index c, int fh, int fw) override;
+  void upsample2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, int fh,
+                           int fw) override;
+  void global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) override;
+  void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
+                            Index positions, Index c) override;
+  void sum(const float* x, float* y, Index n) override;
+
+  // The GPU's stream; makes the GPU current on the calling thread first.
+  cudaStream_t stream() const;
+  // Library handles bound to stream(), created on first use.
+  cudnnHandle_t cudnn();         // cuda_conv2d.cpp
+  cublasLtHandle_t cublaslt();   // cuda_gemm.cpp
+  // Scratch memory on this GPU of at least `bytes`, kept and grown by the backend (cuDNN and cuBLASLt
+  // workspaces, CUB temporary storage). Valid until the next call; ops on the one stream never overlap.
+  void* workspace(std::size_t bytes);
+
+ private:
+  int index_;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+};
+
+// The backend of GPU `index`, made on first use (backend::get routes cuda:N here).
+CudaBackend& backend(int index);
+
+// Throws std::runtime_error("<op> <shapes>: <library> error <message>") for a failed call.
+void check_cuda(cudaError_t status, const std::string& op);
+void check_cudnn(cudnnStatus_t status, const std::string& op);
+void check_cublas(cublasStatus_t status, const std::string& op);
+
+}  // namespace tower::backend::cuda

@@ -1,0 +1,47 @@
+#include <stdexcept>
+#include <string>
+
+#include "api/backend/cuda/cuda_backend.h"
+#include "api/core/cuda/cuda_device.h"
+
+namespace tower::backend::cuda {
+
+void check_cuda(cudaError_t status, const std::string& op) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  throw std::runtime_error(op + ": CUDA error " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+}
+
+void check_cudnn(cudnnStatus_t status, const std::string& op) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  char detail[512] = {0};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  throw std::runtime_error(op + ": cuDNN error " + cudnnGetErrorString(status) +
+                           (detail[0] ? std::string(" (") + detail + ")" : std::string()));
+}
+
+void check_cublas(cublasStatus_t status, const std::string& op) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw std::runtime_error(op + ": cuBLAS error " + cublasLtGetStatusName(status) + ": " +
+                           cublasLtGetStatusString(status));
+}
+
+cudaStream_t CudaBackend::stream() const {
+  tower::cuda::set_device(index_);
+  return static_cast<cudaStream_t>(tower::cuda::stream(index_));
+}
+
+void* CudaBackend::workspace(std::size_t bytes) {
+  if (bytes <= workspace_bytes_) return workspace_;
+  Allocator& allocator = allocator_for(device());
+  if (workspace_) allocator.deallocate(workspace_, workspace_bytes_);
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+  // Grown by half again, so a run of slightly larger requests does not reallocate each time.
+  const std::size_t size = bytes + bytes / 2;
+  workspace_ = allocator.allocate(size);
+  workspace_bytes_ = size;
+  return workspace_;
+}
+
+}  // namespace tower::backend::cuda

@@ -1,0 +1,39 @@
+#pragma once
+// The CUDA runtime beneath tensors: GPUs, their streams, memory and copies. Built only with CUDA; internal (not
+// installed) and free of CUDA headers, so host code includes it without nvcc. Streams travel as void* (a
+// cudaStream_t); the backend casts them back.
+//
+// Every piece of work on GPU i (copies, fills, kernels, library calls) is queued on stream(i), one stream per
+// GPU, so it runs in the order it was issued; the caching allocator relies on that to reuse a freed block at once.
+#include <cstddef>
+#include <string>
+
+#include "api/core/allocator.h"
+#include "api/core/device.h"
+
+namespace tower::cuda {
+
+// GPUs the driver reports; 0 when there is no driver or no device (that is an answer, not an error).
+int device_count();
+// Throws std::invalid_argument naming the device unless GPU `index` exists: "cuda:1 was asked for, but this
+// machine has 1 GPU (cuda:0)", or "... no GPU is visible (<the runtime's reason>)".
+void require_device(int index);
+// Makes GPU `index` current on this thread (after require_device).
+void set_device(int index);
+// The stream of GPU `index`, created on first use.
+void* stream(int index);
+// Waits until every piece of work queued on GPU `index` has finished.
+void synchronize(int index);
+// Throws std::runtime_error("CUDA error in <what>: <message> (<error name>)") unless status is cudaSuccess.
+void check(int status, const std::string& what);
+
+// The caching allocator of GPU `index` (cudaMalloc underneath, 256-byte aligned).
+Allocator& allocator(int index);
+
+// Memory operations for device_memory.h, queued on the GPU's stream. A copy into host memory returns once the
+// bytes have arrived; a copy between two GPUs waits for the source GPU's stream first.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+void fill_bytes(void* dst, int index, std::size_t bytes, unsigned char value);
+void fill_floats(float* dst, int index, std::size_t n, float value);  // cuda_fill.cu
+
+}  // namespace tower::cuda
