@@ -50,8 +50,10 @@ struct PerDevice {
 };
 
 std::array<PerDevice, kMaxDevices>& devices() {
-  static std::array<PerDevice, kMaxDevices> all;
-  return all;
+  // Never destroyed: tensors held by static objects may be freed at exit, after this would be, and the CUDA
+  // runtime tears itself down at exit anyway.
+  static auto* all = new std::array<PerDevice, kMaxDevices>();
+  return *all;
 }
 
 PerDevice& device_state(int index) {
