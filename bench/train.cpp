@@ -1,7 +1,8 @@
 // Training throughput on the real Fashion-MNIST: the MLP (784-256-256-10) or Keras' simple convnet, Adam 1e-3,
-// batch 128, on the CPU. Prints one JSON line. Run through bench/train.sh, which runs PyTorch and Keras on the
-// same models, data, batch size and thread count in the same run.
-//   bench_train mlp|convnet [epochs=2] [batch=128]
+// batch 128, on the model's default device (TOWER_DEVICE, else GPU 0 when visible, else the CPU). Prints one
+// JSON line. Run through bench/train.sh, which runs PyTorch and Keras on the same models, data, batch size and
+// thread count in the same run; scripts/gpu-check.sh runs it on a GPU.
+//   bench_train mlp|convnet [epochs=2] [batch=128] [Fashion-MNIST folder]
 #include <tower/tower.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "mlp";
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 2;
   const int batch = argc > 3 ? std::atoi(argv[3]) : 128;
+  const data::LoadOptions files{.directory = argc > 4 ? argv[4] : ""};
   set_random_seed(1);
   std::vector<LayerPtr> body;
   if (which == "mlp") {
@@ -34,14 +36,15 @@ int main(int argc, char** argv) {
   model.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(),
                 {metrics::SparseCategoricalAccuracy()});
 
-  auto train = data::fashion_mnist::load("train").shuffle(60000).batch(batch).prefetch(2);
-  auto test = data::fashion_mnist::load("test").batch(1000);
+  auto train = data::fashion_mnist::load("train", files).shuffle(60000).batch(batch).prefetch(2);
+  auto test = data::fashion_mnist::load("test", files).batch(1000);
   const auto t0 = std::chrono::steady_clock::now();
   model.fit(train, {.epochs = epochs, .verbose = 0});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double acc = *model.evaluate(test, {.verbose = 0}).get("sparse_categorical_accuracy");
   std::printf("{\"framework\": \"tower\", \"model\": \"%s\", \"examples_per_sec\": %.1f, \"test_accuracy\": %.4f, "
-              "\"seconds\": %.2f, \"threads\": %d}\n",
-              which.c_str(), 60000.0 * epochs / seconds, acc, seconds, backend::num_threads());
+              "\"seconds\": %.2f, \"threads\": %d, \"device\": \"%s\"}\n",
+              which.c_str(), 60000.0 * epochs / seconds, acc, seconds, backend::num_threads(),
+              model.device().to_string().c_str());
   return 0;
 }

@@ -1,9 +1,11 @@
 """PyTorch and Keras (TensorFlow) sides of bench/train.cpp: same models, data, optimizer, batch and threads.
 
-    python3 bench/train_reference.py torch|keras mlp|convnet [epochs=2] [batch=128]
+    python3 bench/train_reference.py torch|keras mlp|convnet [epochs=2] [batch=128] [data folder]
 
 Prints one JSON line. Needs `pip install torch tensorflow-cpu keras numpy`. Reads the real Fashion-MNIST from
-Debian's dataset-fashion-mnist package.
+Debian's dataset-fashion-mnist package, or from the folder given. PyTorch runs on the CPU, or on the device
+named by TOWER_TORCH_DEVICE ("cuda"): the data is moved there once, each step reads its batch there, and the
+clock stops after a synchronize.
 """
 import gzip
 import json
@@ -45,22 +47,26 @@ def run_torch(which, epochs, batch):
     else:
         model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    device = torch.device(os.environ.get("TOWER_TORCH_DEVICE", "cpu"))
+    model = model.to(device)
     x, y, xt, yt = load()
-    x = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
-    xt = torch.from_numpy(xt).permute(0, 3, 1, 2).contiguous()
-    y, yt = torch.from_numpy(y), torch.from_numpy(yt)
+    x = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous().to(device)
+    xt = torch.from_numpy(xt).permute(0, 3, 1, 2).contiguous().to(device)
+    y, yt = torch.from_numpy(y).to(device), torch.from_numpy(yt).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     t0 = time.perf_counter()
     for _ in range(epochs):
         model.train()
-        perm = torch.randperm(len(x))
+        perm = torch.randperm(len(x), device=device)
         for i in range(0, len(x), batch):
             idx_ = perm[i:i + batch]
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(x[idx_]), y[idx_])
             loss.backward()
             opt.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     model.eval()
     with torch.no_grad():
@@ -98,6 +104,9 @@ def main():
     framework, which = sys.argv[1], sys.argv[2]
     epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 128
+    if len(sys.argv) > 5:
+        global DATA
+        DATA = sys.argv[5]
     seconds, acc = (run_torch if framework == "torch" else run_keras)(which, epochs, batch)
     print(json.dumps({"framework": framework, "model": which, "examples_per_sec": round(60000 * epochs / seconds, 1),
                       "test_accuracy": round(acc, 4), "seconds": round(seconds, 2), "threads": THREADS}), flush=True)

@@ -1,6 +1,9 @@
 #include "api/core/device.h"
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 #ifdef TOWER_WITH_CUDA
@@ -34,6 +37,35 @@ int cuda_device_count() {
 #else
   return 0;
 #endif
+}
+
+Device default_device() {
+  if (const char* text = std::getenv("TOWER_DEVICE"); text && *text) {
+    Device d;
+    try {
+      d = Device::parse(text);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("TOWER_DEVICE: ") + e.what());
+    }
+    if (d.is_cuda() && d.index >= cuda_device_count()) {
+#ifdef TOWER_WITH_CUDA
+      try {
+        cuda::require_device(d.index);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("TOWER_DEVICE: ") + e.what());
+      }
+#else
+      throw std::invalid_argument(std::string("TOWER_DEVICE: ") + text + " was asked for, but this build of Tower has no CUDA backend");
+#endif
+    }
+    return d;
+  }
+  if (cuda_device_count() > 0) return Device::cuda(0);
+#ifdef TOWER_WITH_CUDA
+  static std::once_flag logged;
+  std::call_once(logged, [] { std::fprintf(stderr, "Tower: no GPU is visible; running on the CPU\n"); });
+#endif
+  return Device::cpu();
 }
 
 std::vector<Device> list_physical_devices(const std::string& type) {

@@ -23,6 +23,11 @@ struct Device {
 
 // GPUs this process can use: 0 when Tower was built without CUDA or no GPU (or driver) is present.
 int cuda_device_count();
+// Where a model runs when nothing chose its device: the TOWER_DEVICE environment variable ("cpu", "cuda:N"; a
+// value Device::parse refuses, or a GPU that is not there, throws std::invalid_argument naming the variable),
+// else GPU 0 when one is visible, else the CPU. With CUDA built in and no GPU visible, the fallback to the CPU is
+// logged once to stderr.
+Device default_device();
 // Keras' tf.config.list_physical_devices: "CPU", "GPU" or "" for all. The CPU is always listed.
 std::vector<Device> list_physical_devices(const std::string& type = "");
 

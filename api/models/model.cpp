@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "api/core/allocator.h"
 #include "api/engine/layer_registry.h"
 
 namespace tower {
@@ -449,8 +450,30 @@ detail::Replicas* ModelImpl::replicas() {
   return replicas_.get();
 }
 
+Device ModelImpl::device() const {
+  if (!device_) device_ = default_device();
+  return *device_;
+}
+
+namespace {
+void move_variables(const std::vector<VariablePtr>& variables, Device device) {
+  for (const VariablePtr& v : variables)
+    if (v && v->value.defined() && !(v->value.device() == device)) v->value = v->value.to(device);
+}
+}  // namespace
+
+void ModelImpl::to(Device device) {
+  allocator_for(device);  // throws, naming the device, when this build or machine does not have it
+  move_variables(weights(), device);
+  if (optimizer() && optimizer()->built()) move_variables(optimizer()->variables(), device);
+  if (device_ && !(*device_ == device)) plans_.clear();
+  device_ = device;
+}
+
 Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   require_graph("running the model");
+  // Layers built since the last move (and every weight, the first time) join the model's device.
+  if (!device().is_cpu()) move_variables(weights(), device());
   auto& slot = plans_[{batch_size, training}];
   if (slot && training) {
     // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale.
@@ -462,6 +485,7 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
     o.batch_size = batch_size;
     o.training = training;
     o.backward = training;
+    o.device = device();
     slot = std::make_unique<Plan>(*this, o);
   }
   return *slot;

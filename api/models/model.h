@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,16 @@ class ModelImpl : public Layer {
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
 
+  // ---- device ----
+  // Where the weights live and the plans run: the device given to to(), else default_device() (TOWER_DEVICE,
+  // else GPU 0 when one is visible, else the CPU), chosen when first asked and kept. Under a distribution
+  // strategy the replicas run on the strategy's devices instead.
+  Device device() const;
+  // Moves every weight, and the optimizer's slots once it has made them, to `device`; the following steps run
+  // there. Weights saved on one device load on any other. Throws std::invalid_argument naming a device this
+  // build or this machine does not have.
+  void to(Device device);
+
   // ---- distribution (see distribution.h) ----
   // The strategy whose scope was active when the model was made, or when it was last compiled inside a scope;
   // null when neither happened inside a scope.
@@ -108,6 +119,7 @@ class ModelImpl : public Layer {
   Graph graph_;
   std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
+  mutable std::optional<Device> device_;
   detail::DistributionPtr distribution_ = detail::current_distribution();
   std::unique_ptr<detail::Replicas> replicas_;  // after plans_ and the graph: destroyed first
   bool replicas_made_ = false;
@@ -190,6 +202,11 @@ class Model {
   void save(const std::string& path) const;
   // Rebuilds a model saved by save(); throws naming the file and the problem.
   static Model load(const std::string& path);
+
+  // ---- device ----
+  Device device() const { return impl_->device(); }
+  // model.to(Device::cuda(0)), like PyTorch's module.to(device); see ModelImpl::to.
+  void to(Device device) { impl_->to(device); }
 
   // Prints Keras' summary table to `os` (standard output by default).
   void summary(std::ostream& os) const { impl_->summary(os); }

@@ -1,0 +1,666 @@
+#include "backend/op_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace tower::testing {
+
+using backend::ActivationKind;
+using backend::ActivationParams;
+using backend::Backend;
+using backend::BatchNormParams;
+using backend::Conv2DParams;
+using backend::PoolKind;
+using backend::Pool2DParams;
+using Ptrs = std::vector<float*>;
+using Sizes = std::vector<Index>;
+
+namespace {
+
+std::string str(Index v) { return std::to_string(v); }
+
+// ---- element-wise ------------------------------------------------------------------------------------------
+
+void elementwise_cases(std::vector<OpCase>& t) {
+  const Index n = 1003;
+  t.push_back({"fill", "fill(n=1003, 0.37)", {}, {n}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs&, const Ptrs& o) { be.fill(o[0], n, 0.37f); },
+               [](OpBuffers& b) { std::fill(b.out[0].begin(), b.out[0].end(), 0.37f); }});
+  t.push_back({"fill_bytes", "fill_bytes(1003 floats, 0)", {}, {n}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs&, const Ptrs& o) { be.fill_bytes(o[0], n * sizeof(float), 0); },
+               [](OpBuffers& b) { std::fill(b.out[0].begin(), b.out[0].end(), 0.f); }});
+  const auto binary = [&](const char* op, float (*f)(float, float),
+                          void (Backend::*m)(const float*, const float*, float*, Index)) {
+    t.push_back({op, std::string(op) + "(n=1003)", {n, n}, {n}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { (be.*m)(i[0], i[1], o[0], n); },
+                 [=](OpBuffers& b) {
+                   for (Index k = 0; k < n; ++k) b.out[0][k] = f(b.in[0][k], b.in[1][k]);
+                 }});
+  };
+  binary("add", [](float a, float b) { return a + b; }, &Backend::add);
+  binary("sub", [](float a, float b) { return a - b; }, &Backend::sub);
+  binary("mul", [](float a, float b) { return a * b; }, &Backend::mul);
+  for (const float beta : {0.f, 0.5f})
+    t.push_back({"axpby", "axpby(n=1003, alpha=-0.7, beta=" + std::to_string(beta) + ")", {n}, {n}, -1, 1, false,
+                 1e-6, [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.axpby(-0.7f, i[0], beta, o[0], n); },
+                 [=](OpBuffers& b) {
+                   for (Index k = 0; k < n; ++k)
+                     b.out[0][k] = -0.7f * b.in[0][k] + (beta == 0.f ? 0.f : beta * b.out[0][k]);
+                 }});
+  t.push_back({"scale_shift", "scale_shift(n=1003, 1/255, -0.5)", {n}, {n}, -1, 1, false, 1e-6,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.scale_shift(i[0], 1.f / 255, -0.5f, o[0], n); },
+               [=](OpBuffers& b) {
+                 for (Index k = 0; k < n; ++k) b.out[0][k] = (1.f / 255) * b.in[0][k] - 0.5f;
+               }});
+  const Index rows = 1001, cols = 7;
+  t.push_back({"add_bias", "add_bias(1001x7)", {cols}, {rows * cols}, -1, 1, false, 1e-6,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.add_bias(o[0], i[0], rows, cols); },
+               [=](OpBuffers& b) {
+                 for (Index r = 0; r < rows; ++r)
+                   for (Index c = 0; c < cols; ++c) b.out[0][r * cols + c] += b.in[0][c];
+               }});
+  t.push_back({"bias_grad", "bias_grad(1001x7)", {rows * cols}, {cols}, -1, 1, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.bias_grad(i[0], o[0], rows, cols); },
+               [=](OpBuffers& b) {
+                 for (Index c = 0; c < cols; ++c) {
+                   double s = 0;
+                   for (Index r = 0; r < rows; ++r) s += b.in[0][r * cols + c];
+                   b.out[0][c] = static_cast<float>(s);
+                 }
+               }});
+  t.push_back({"sum", "sum(n=100003)", {100003}, {1}, -1, 1, false, 1e-5,
+               [](Backend& be, const Ptrs& i, const Ptrs& o) { be.sum(i[0], o[0], 100003); },
+               [](OpBuffers& b) {
+                 double s = 0;
+                 for (float v : b.in[0]) s += v;
+                 b.out[0][0] = static_cast<float>(s);
+               }});
+}
+
+// ---- activations ----------------------------------------------------------------------------------------------
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+constexpr double kSeluAlpha = 1.6732632423543772, kSeluScale = 1.0507009873554805;
+
+double activate(ActivationKind k, const ActivationParams& p, double v) {
+  switch (k) {
+    case ActivationKind::linear: return v;
+    case ActivationKind::relu: {
+      const double cap = p.max_value < 0 ? INFINITY : p.max_value;
+      return v >= p.threshold ? std::min(cap, v) : p.alpha * (v - p.threshold);
+    }
+    case ActivationKind::sigmoid: return sigmoid(v);
+    case ActivationKind::tanh: return std::tanh(v);
+    case ActivationKind::gelu: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case ActivationKind::gelu_tanh:
+      return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    case ActivationKind::swish: return v * sigmoid(v);
+    case ActivationKind::elu: return v > 0 ? v : p.alpha * std::expm1(v);
+    case ActivationKind::leaky_relu: return v > 0 ? v : p.alpha * v;
+    case ActivationKind::selu: return kSeluScale * (v > 0 ? v : kSeluAlpha * std::expm1(v));
+    case ActivationKind::softplus: return std::log1p(std::exp(v));
+    case ActivationKind::softsign: return v / (1 + std::fabs(v));
+    case ActivationKind::hard_sigmoid: return std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    case ActivationKind::exponential: return std::exp(v);
+  }
+  return v;
+}
+
+// d activation / dx at x, given the forward output y (as the backend receives it).
+double derivative(ActivationKind k, const ActivationParams& p, double v, double y) {
+  switch (k) {
+    case ActivationKind::linear: return 1;
+    case ActivationKind::relu: {
+      const double cap = p.max_value < 0 ? INFINITY : p.max_value;
+      return v > p.threshold ? (v < cap ? 1 : 0) : p.alpha;
+    }
+    case ActivationKind::sigmoid: return y * (1 - y);
+    case ActivationKind::tanh: return 1 - y * y;
+    case ActivationKind::gelu:
+      return 0.5 * (1 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+    case ActivationKind::gelu_tanh: {
+      const double c = std::sqrt(2 / M_PI), th = std::tanh(c * (v + 0.044715 * v * v * v));
+      return 0.5 * (1 + th) + 0.5 * v * (1 - th * th) * c * (1 + 3 * 0.044715 * v * v);
+    }
+    case ActivationKind::swish: return sigmoid(v) * (1 + v * (1 - sigmoid(v)));
+    case ActivationKind::elu: return v > 0 ? 1 : y + p.alpha;
+    case ActivationKind::leaky_relu: return v > 0 ? 1 : p.alpha;
+    case ActivationKind::selu: return v > 0 ? kSeluScale : y + kSeluScale * kSeluAlpha;
+    case ActivationKind::softplus: return sigmoid(v);
+    case ActivationKind::softsign: return 1 / ((1 + std::fabs(v)) * (1 + std::fabs(v)));
+    case ActivationKind::hard_sigmoid: return v > -3 && v < 3 ? 1.0 / 6 : 0;
+    case ActivationKind::exponential: return y;
+  }
+  return 1;
+}
+
+void activation_cases(std::vector<OpCase>& t) {
+  const Index n = 999;
+  struct Variant {
+    ActivationKind kind;
+    const char* name;
+    ActivationParams p;
+  };
+  const Variant variants[] = {
+      {ActivationKind::linear, "linear", {}},
+      {ActivationKind::relu, "relu", {}},
+      {ActivationKind::relu, "relu(max 2, threshold 0.5, slope 0.1)", {0.1f, 2.f, 0.5f}},
+      {ActivationKind::sigmoid, "sigmoid", {}},
+      {ActivationKind::tanh, "tanh", {}},
+      {ActivationKind::gelu, "gelu", {}},
+      {ActivationKind::gelu_tanh, "gelu_tanh", {}},
+      {ActivationKind::swish, "swish", {}},
+      {ActivationKind::elu, "elu(0.7)", {0.7f}},
+      {ActivationKind::leaky_relu, "leaky_relu(0.2)", {0.2f}},
+      {ActivationKind::selu, "selu", {}},
+      {ActivationKind::softplus, "softplus", {}},
+      {ActivationKind::softsign, "softsign", {}},
+      {ActivationKind::hard_sigmoid, "hard_sigmoid", {}},
+      {ActivationKind::exponential, "exponential", {}},
+  };
+  for (const Variant& v : variants) {
+    t.push_back({"activation_forward", std::string("activation_forward(") + v.name + ", n=999)", {n}, {n}, -4, 4,
+                 false, 2e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.activation_forward(v.kind, v.p, i[0], o[0], n); },
+                 [=](OpBuffers& b) {
+                   for (Index k = 0; k < n; ++k) b.out[0][k] = static_cast<float>(activate(v.kind, v.p, b.in[0][k]));
+                 }});
+    t.push_back({"activation_backward", std::string("activation_backward(") + v.name + ", n=999)", {n, n, n}, {n},
+                 -4, 4, false, 2e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.activation_backward(v.kind, v.p, i[0], i[1], i[2], o[0], n);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index k = 0; k < n; ++k)
+                     b.out[0][k] = static_cast<float>(derivative(v.kind, v.p, b.in[0][k], b.in[1][k]) * b.in[2][k]);
+                 }});
+  }
+}
+
+// ---- softmax, dropout ------------------------------------------------------------------------------------------
+
+void softmax_cases(std::vector<OpCase>& t) {
+  for (const Index inner : {Index{1}, Index{3}}) {
+    const Index outer = 5, axis = 11, n = outer * axis * inner;
+    const std::string shape = "[" + str(outer) + "," + str(axis) + "," + str(inner) + "]";
+    t.push_back({"softmax_forward", "softmax_forward(" + shape + ")", {n}, {n}, -5, 5, false, 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.softmax_forward(i[0], o[0], outer, axis, inner); },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index c = 0; c < inner; ++c) {
+                       const auto at = [&](Index k) { return a * axis * inner + k * inner + c; };
+                       double m = -INFINITY, s = 0;
+                       for (Index k = 0; k < axis; ++k) m = std::max(m, double(b.in[0][at(k)]));
+                       for (Index k = 0; k < axis; ++k) s += std::exp(b.in[0][at(k)] - m);
+                       for (Index k = 0; k < axis; ++k) b.out[0][at(k)] = float(std::exp(b.in[0][at(k)] - m) / s);
+                     }
+                 }});
+    t.push_back({"softmax_backward", "softmax_backward(" + shape + ")", {n, n}, {n}, -1, 1, false, 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.softmax_backward(i[0], i[1], o[0], outer, axis, inner);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index c = 0; c < inner; ++c) {
+                       const auto at = [&](Index k) { return a * axis * inner + k * inner + c; };
+                       double dot = 0;
+                       for (Index k = 0; k < axis; ++k) dot += double(b.in[0][at(k)]) * b.in[1][at(k)];
+                       for (Index k = 0; k < axis; ++k) b.out[0][at(k)] = float(b.in[0][at(k)] * (b.in[1][at(k)] - dot));
+                     }
+                 }});
+  }
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void dropout_cases(std::vector<OpCase>& t) {
+  const Index n = 4099;
+  // The mask is a function of (seed, index), the same on every device: keep when the top 24 bits of
+  // splitmix64(splitmix64(seed) ^ i), as a uniform in [0, 1), reach the rate.
+  t.push_back({"dropout_mask", "dropout_mask(n=4099, rate=0.3)", {}, {n}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs&, const Ptrs& o) { be.dropout_mask(o[0], n, 0.3f, 1234); },
+               [=](OpBuffers& b) {
+                 const std::uint64_t salt = splitmix64(1234);
+                 for (Index i = 0; i < n; ++i) {
+                   const float u = float(splitmix64(salt ^ std::uint64_t(i)) >> 40) / 16777216.f;
+                   b.out[0][i] = u >= 0.3f ? 1.f / (1.f - 0.3f) : 0.f;
+                 }
+               }});
+}
+
+// ---- data movement -------------------------------------------------------------------------------------------------
+
+void layout_cases(std::vector<OpCase>& t) {
+  {
+    const Shape shape{3, 5, 7, 2};
+    const std::vector<int> perm{2, 0, 3, 1};
+    const Index n = shape.numel();
+    t.push_back({"transpose", "transpose([3,5,7,2], {2,0,3,1})", {n}, {n}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.transpose(i[0], o[0], shape, perm); },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < 3; ++a)
+                     for (Index c = 0; c < 5; ++c)
+                       for (Index d = 0; d < 7; ++d)
+                         for (Index e = 0; e < 2; ++e) {
+                           const Index idx[4] = {a, c, d, e};
+                           const Index out = ((idx[2] * 3 + idx[0]) * 2 + idx[3]) * 5 + idx[1];
+                           b.out[0][out] = b.in[0][((a * 5 + c) * 7 + d) * 2 + e];
+                         }
+                 }});
+  }
+  const Index outer = 7, narrow = 5, wide = 12, offset = 4;
+  t.push_back({"copy_strided", "copy_strided([7,5] into [7,12] at 4)", {outer * narrow}, {outer * wide}, -1, 1,
+               false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.copy_strided(i[0], narrow, o[0], wide, offset, outer); },
+               [=](OpBuffers& b) {
+                 for (Index r = 0; r < outer; ++r)
+                   for (Index c = 0; c < narrow; ++c) b.out[0][r * wide + offset + c] = b.in[0][r * narrow + c];
+               }});
+  t.push_back({"copy_strided_back", "copy_strided_back([7,12] at 4 into [7,5])", {outer * wide}, {outer * narrow},
+               -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.copy_strided_back(i[0], wide, offset, o[0], narrow, outer);
+               },
+               [=](OpBuffers& b) {
+                 for (Index r = 0; r < outer; ++r)
+                   for (Index c = 0; c < narrow; ++c) b.out[0][r * narrow + c] = b.in[0][r * wide + offset + c];
+               }});
+  struct Pad {
+    Index out_h, out_w, top, left;
+  };
+  const Index n = 2, h = 5, w = 6, c = 3;
+  for (const Pad p : {Pad{8, 9, 2, 1}, Pad{3, 3, -1, -2}}) {
+    const std::string what = "[2,5,6,3] -> [2," + str(p.out_h) + "," + str(p.out_w) + ",3] at (" + str(p.top) + "," +
+                             str(p.left) + ")";
+    const auto inside = [=](Index oh, Index ow) {
+      const Index ih = oh - p.top, iw = ow - p.left;
+      return ih >= 0 && ih < h && iw >= 0 && iw < w;
+    };
+    t.push_back({"pad2d", "pad2d(" + what + ")", {n * h * w * c}, {n * p.out_h * p.out_w * c}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.pad2d(i[0], o[0], n, h, w, c, p.out_h, p.out_w, p.top, p.left);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index bi = 0; bi < n; ++bi)
+                     for (Index oh = 0; oh < p.out_h; ++oh)
+                       for (Index ow = 0; ow < p.out_w; ++ow)
+                         for (Index k = 0; k < c; ++k)
+                           b.out[0][((bi * p.out_h + oh) * p.out_w + ow) * c + k] =
+                               inside(oh, ow) ? b.in[0][((bi * h + oh - p.top) * w + ow - p.left) * c + k] : 0.f;
+                 }});
+    t.push_back({"pad2d_backward", "pad2d_backward(" + what + ")", {n * p.out_h * p.out_w * c}, {n * h * w * c}, -1,
+                 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.pad2d_backward(i[0], o[0], n, h, w, c, p.out_h, p.out_w, p.top, p.left);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index bi = 0; bi < n; ++bi)
+                     for (Index ih = 0; ih < h; ++ih)
+                       for (Index iw = 0; iw < w; ++iw)
+                         for (Index k = 0; k < c; ++k) {
+                           const Index oh = ih + p.top, ow = iw + p.left;
+                           const bool in = oh >= 0 && oh < p.out_h && ow >= 0 && ow < p.out_w;
+                           b.out[0][((bi * h + ih) * w + iw) * c + k] =
+                               in ? b.in[0][((bi * p.out_h + oh) * p.out_w + ow) * c + k] : 0.f;
+                         }
+                 }});
+  }
+  const Index uh = 3, uw = 4, uc = 5;
+  const int fh = 2, fw = 3;
+  const Index x_size = n * uh * uw * uc, y_size = x_size * fh * fw;
+  t.push_back({"upsample2d", "upsample2d([2,3,4,5] by 2x3)", {x_size}, {y_size}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.upsample2d(i[0], o[0], n, uh, uw, uc, fh, fw); },
+               [=](OpBuffers& b) {
+                 for (Index bi = 0; bi < n; ++bi)
+                   for (Index oh = 0; oh < uh * fh; ++oh)
+                     for (Index ow = 0; ow < uw * fw; ++ow)
+                       for (Index k = 0; k < uc; ++k)
+                         b.out[0][((bi * uh * fh + oh) * uw * fw + ow) * uc + k] =
+                             b.in[0][((bi * uh + oh / fh) * uw + ow / fw) * uc + k];
+               }});
+  t.push_back({"upsample2d_backward", "upsample2d_backward([2,3,4,5] by 2x3)", {y_size}, {x_size}, -1, 1, false, 1e-6,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.upsample2d_backward(i[0], o[0], n, uh, uw, uc, fh, fw);
+               },
+               [=](OpBuffers& b) {
+                 std::fill(b.out[0].begin(), b.out[0].end(), 0.f);
+                 for (Index bi = 0; bi < n; ++bi)
+                   for (Index oh = 0; oh < uh * fh; ++oh)
+                     for (Index ow = 0; ow < uw * fw; ++ow)
+                       for (Index k = 0; k < uc; ++k)
+                         b.out[0][((bi * uh + oh / fh) * uw + ow / fw) * uc + k] +=
+                             b.in[0][((bi * uh * fh + oh) * uw * fw + ow) * uc + k];
+               }});
+}
+
+// ---- global pooling ------------------------------------------------------------------------------------------
+
+void global_pool_cases(std::vector<OpCase>& t) {
+  const Index n = 3, positions = 17, c = 5;
+  for (const PoolKind kind : {PoolKind::average, PoolKind::max}) {
+    const bool avg = kind == PoolKind::average;
+    const std::string name = avg ? "average" : "max";
+    const auto pool = [=](const std::vector<float>& x, std::vector<float>& y) {
+      for (Index b = 0; b < n; ++b)
+        for (Index k = 0; k < c; ++k) {
+          double acc = avg ? 0.0 : -INFINITY;
+          for (Index p = 0; p < positions; ++p) {
+            const double v = x[(b * positions + p) * c + k];
+            acc = avg ? acc + v : std::max(acc, v);
+          }
+          y[b * c + k] = float(avg ? acc / positions : acc);
+        }
+    };
+    t.push_back({"global_pool", "global_pool(" + name + ", [3,17,5])", {n * positions * c}, {n * c}, -1, 1, !avg,
+                 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.global_pool(kind, i[0], o[0], n, positions, c); },
+                 [=](OpBuffers& b) { pool(b.in[0], b.out[0]); }});
+    // Backward needs the forward output: the case runs both (out[0] = y, out[1] = dx).
+    t.push_back({"global_pool_backward", "global_pool_backward(" + name + ", [3,17,5])", {n * positions * c, n * c},
+                 {n * c, n * positions * c}, -1, 1, !avg, 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.global_pool(kind, i[0], o[0], n, positions, c);
+                   be.global_pool_backward(kind, i[0], o[0], i[1], o[1], n, positions, c);
+                 },
+                 [=](OpBuffers& b) {
+                   pool(b.in[0], b.out[0]);
+                   for (Index bi = 0; bi < n; ++bi)
+                     for (Index k = 0; k < c; ++k) {
+                       bool routed = false;
+                       for (Index p = 0; p < positions; ++p) {
+                         const Index at = (bi * positions + p) * c + k;
+                         float d = 0.f;
+                         if (avg) {
+                           d = b.in[1][bi * c + k] / float(positions);
+                         } else if (!routed && b.in[0][at] == b.out[0][bi * c + k]) {
+                           d = b.in[1][bi * c + k];
+                           routed = true;
+                         }
+                         b.out[1][at] = d;
+                       }
+                     }
+                 }});
+  }
+}
+
+// ---- GEMM ----------------------------------------------------------------------------------------------------------
+
+void gemm_cases(std::vector<OpCase>& t) {
+  const Index m = 13, n = 7, k = 11;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const float beta : {0.f, 0.3f}) {
+        // Row strides two wider than the matrices, so a backend that ignores them fails.
+        const Index lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 2, ldc = n + 2;
+        const Index a_rows = ta ? k : m, b_rows = tb ? n : k;
+        const std::string label = std::string("gemm(") + (ta ? "T" : "N") + (tb ? "T" : "N") +
+                                  ", m=13 n=7 k=11, alpha=0.7 beta=" + std::to_string(beta) + ")";
+        t.push_back({"gemm", label, {a_rows * lda, b_rows * ldb}, {m * ldc}, -1, 1, false, 1e-5,
+                     [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                       be.gemm(ta, tb, m, n, k, 0.7f, i[0], lda, i[1], ldb, beta, o[0], ldc);
+                     },
+                     [=](OpBuffers& b) {
+                       for (Index r = 0; r < m; ++r)
+                         for (Index c = 0; c < n; ++c) {
+                           double s = 0;
+                           for (Index q = 0; q < k; ++q)
+                             s += double(ta ? b.in[0][q * lda + r] : b.in[0][r * lda + q]) *
+                                  (tb ? b.in[1][c * ldb + q] : b.in[1][q * ldb + c]);
+                           float& y = b.out[0][r * ldc + c];
+                           y = float(0.7 * s + (beta == 0.f ? 0.0 : double(beta) * y));
+                         }
+                     }});
+      }
+}
+
+// ---- convolution ----------------------------------------------------------------------------------------------------
+
+Conv2DParams conv_params(Index in_h, Index in_w, Index in_c, Index out_c, int kernel, int stride, int dilation,
+                         int pt, int pb, int pl, int pr, int groups, bool relu) {
+  Conv2DParams p;
+  p.batch = 2;
+  p.in_h = in_h, p.in_w = in_w, p.in_c = in_c, p.out_c = out_c;
+  p.kernel_h = p.kernel_w = kernel;
+  p.stride_h = p.stride_w = stride;
+  p.dilation_h = p.dilation_w = dilation;
+  p.pad_top = pt, p.pad_bottom = pb, p.pad_left = pl, p.pad_right = pr;
+  p.groups = groups;
+  p.relu = relu;
+  p.out_h = (in_h + pt + pb - dilation * (kernel - 1) - 1) / stride + 1;
+  p.out_w = (in_w + pl + pr - dilation * (kernel - 1) - 1) / stride + 1;
+  return p;
+}
+
+// Calls f(x index, w index, y index) for every multiply of the convolution.
+template <class F>
+void for_each_tap(const Conv2DParams& p, F f) {
+  const Index cin_g = p.in_c / p.groups, cout_g = p.out_c / p.groups;
+  for (Index b = 0; b < p.batch; ++b)
+    for (Index oh = 0; oh < p.out_h; ++oh)
+      for (Index ow = 0; ow < p.out_w; ++ow)
+        for (Index oc = 0; oc < p.out_c; ++oc)
+          for (Index kh = 0; kh < p.kernel_h; ++kh)
+            for (Index kw = 0; kw < p.kernel_w; ++kw) {
+              const Index ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+              const Index iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+              if (ih < 0 || ih >= p.in_h || iw < 0 || iw >= p.in_w) continue;
+              for (Index ic = 0; ic < cin_g; ++ic) {
+                const Index channel = (oc / cout_g) * cin_g + ic;
+                f(((b * p.in_h + ih) * p.in_w + iw) * p.in_c + channel, ((kh * p.kernel_w + kw) * cin_g + ic) * p.out_c + oc,
+                  ((b * p.out_h + oh) * p.out_w + ow) * p.out_c + oc);
+              }
+            }
+}
+
+std::string conv_label(const char* what, const Conv2DParams& p) {
+  return std::string("conv2d ") + what + " [2," + str(p.in_h) + "," + str(p.in_w) + "," + str(p.in_c) + "] k" +
+         str(p.kernel_h) + " s" + str(p.stride_h) + " d" + str(p.dilation_h) + " pad(" + str(p.pad_top) + "," +
+         str(p.pad_bottom) + "," + str(p.pad_left) + "," + str(p.pad_right) + ") groups " + str(p.groups) +
+         " -> [2," + str(p.out_h) + "," + str(p.out_w) + "," + str(p.out_c) + "]" + (p.relu ? " relu" : "");
+}
+
+void conv_cases(std::vector<OpCase>& t) {
+  // Convolutions may run in TF32 on a GPU (10-bit mantissa), as PyTorch allows by default.
+  const double tol = 5e-3;
+  const Conv2DParams all[] = {
+      conv_params(9, 8, 3, 5, 3, 2, 1, 1, 1, 0, 1, 1, false),   // "same", stride 2: asymmetric padding
+      conv_params(9, 8, 3, 5, 3, 2, 1, 1, 1, 0, 1, 1, true),
+      conv_params(7, 6, 4, 8, 3, 1, 1, 1, 1, 1, 1, 4, false),   // depthwise, multiplier 2
+      conv_params(10, 9, 6, 4, 3, 1, 2, 0, 0, 0, 0, 2, false),  // dilated, 2 groups, valid
+      conv_params(5, 7, 16, 24, 1, 1, 1, 0, 0, 0, 0, 1, true),  // pointwise
+  };
+  for (const Conv2DParams& p : all) {
+    const Index xs = p.batch * p.in_h * p.in_w * p.in_c, ys = p.batch * p.out_h * p.out_w * p.out_c;
+    const Index ws = Index(p.kernel_h) * p.kernel_w * (p.in_c / p.groups) * p.out_c;
+    t.push_back({"make_conv2d", conv_label("forward", p), {xs, ws, p.out_c}, {ys}, -1, 1, false, tol,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.make_conv2d(p)->forward(i[0], i[1], i[2], o[0]); },
+                 [=](OpBuffers& b) {
+                   std::vector<double> acc(ys, 0.0);
+                   for_each_tap(p, [&](Index x, Index w, Index y) { acc[y] += double(b.in[0][x]) * b.in[1][w]; });
+                   for (Index y = 0; y < ys; ++y) {
+                     const double v = acc[y] + b.in[2][y % p.out_c];
+                     b.out[0][y] = float(p.relu ? std::max(v, 0.0) : v);
+                   }
+                 }});
+    if (p.relu) continue;
+    t.push_back({"make_conv2d", conv_label("backward_data", p), {ys, ws}, {xs}, -1, 1, false, tol,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.make_conv2d(p)->backward_data(i[0], i[1], o[0]); },
+                 [=](OpBuffers& b) {
+                   std::vector<double> acc(xs, 0.0);
+                   for_each_tap(p, [&](Index x, Index w, Index y) { acc[x] += double(b.in[0][y]) * b.in[1][w]; });
+                   for (Index x = 0; x < xs; ++x) b.out[0][x] = float(acc[x]);
+                 }});
+    t.push_back({"make_conv2d", conv_label("backward_weights", p), {xs, ys}, {ws, p.out_c}, -1, 1, false, tol,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.make_conv2d(p)->backward_weights(i[0], i[1], o[0], o[1]);
+                 },
+                 [=](OpBuffers& b) {
+                   std::vector<double> acc(ws, 0.0), bias(p.out_c, 0.0);
+                   for_each_tap(p, [&](Index x, Index w, Index y) { acc[w] += double(b.in[0][x]) * b.in[1][y]; });
+                   for (Index y = 0; y < ys; ++y) bias[y % p.out_c] += b.in[1][y];
+                   for (Index w = 0; w < ws; ++w) b.out[0][w] = float(acc[w]);
+                   for (Index c = 0; c < p.out_c; ++c) b.out[1][c] = float(bias[c]);
+                 }});
+  }
+}
+
+// ---- pooling -----------------------------------------------------------------------------------------------------------
+
+Pool2DParams pool_params(PoolKind kind, Index in_h, Index in_w, int size, int stride, int pt, int pb, int pl, int pr) {
+  Pool2DParams p;
+  p.kind = kind;
+  p.batch = 2, p.in_h = in_h, p.in_w = in_w, p.channels = 3;
+  p.pool_h = p.pool_w = size;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = pt, p.pad_bottom = pb, p.pad_left = pl, p.pad_right = pr;
+  p.out_h = (in_h + pt + pb - size) / stride + 1;
+  p.out_w = (in_w + pl + pr - size) / stride + 1;
+  return p;
+}
+
+// Calls f(y index, list of x indices of its window inside the image) for every output.
+template <class F>
+void for_each_window(const Pool2DParams& p, F f) {
+  std::vector<Index> window;
+  for (Index b = 0; b < p.batch; ++b)
+    for (Index oh = 0; oh < p.out_h; ++oh)
+      for (Index ow = 0; ow < p.out_w; ++ow)
+        for (Index c = 0; c < p.channels; ++c) {
+          window.clear();
+          for (Index kh = 0; kh < p.pool_h; ++kh)
+            for (Index kw = 0; kw < p.pool_w; ++kw) {
+              const Index ih = oh * p.stride_h - p.pad_top + kh, iw = ow * p.stride_w - p.pad_left + kw;
+              if (ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w)
+                window.push_back(((b * p.in_h + ih) * p.in_w + iw) * p.channels + c);
+            }
+          f(((b * p.out_h + oh) * p.out_w + ow) * p.channels + c, window);
+        }
+}
+
+void pool_cases(std::vector<OpCase>& t) {
+  for (const PoolKind kind : {PoolKind::max, PoolKind::average})
+    for (const Pool2DParams& p : {pool_params(kind, 7, 9, 2, 2, 0, 0, 0, 0), pool_params(kind, 9, 8, 3, 2, 1, 1, 0, 1),
+                                  pool_params(kind, 6, 6, 3, 1, 1, 1, 1, 1)}) {
+      const bool max = kind == PoolKind::max;
+      const Index xs = p.batch * p.in_h * p.in_w * p.channels, ys = p.batch * p.out_h * p.out_w * p.channels;
+      const std::string label = std::string("pool2d ") + (max ? "max " : "average ") + str(p.pool_h) + "x" +
+                                str(p.pool_w) + " s" + str(p.stride_h) + " pad(" + str(p.pad_top) + "," +
+                                str(p.pad_bottom) + "," + str(p.pad_left) + "," + str(p.pad_right) + ") [2," +
+                                str(p.in_h) + "," + str(p.in_w) + ",3]";
+      const auto forward = [=](const std::vector<float>& x, std::vector<float>& y) {
+        for_each_window(p, [&](Index yi, const std::vector<Index>& w) {
+          double acc = max ? -INFINITY : 0.0;
+          for (Index xi : w) acc = max ? std::max(acc, double(x[xi])) : acc + x[xi];
+          y[yi] = float(max ? acc : acc / double(w.size()));
+        });
+      };
+      // forward then backward on one op (backward needs the forward's argmax): out[0] = y, out[1] = dx.
+      t.push_back({"make_pool2d", label, {xs, ys}, {ys, xs}, -1, 1, true, 1e-6,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                     auto op = be.make_pool2d(p);
+                     op->forward(i[0], o[0], true);
+                     op->backward(i[1], o[1]);
+                   },
+                   [=](OpBuffers& b) {
+                     forward(b.in[0], b.out[0]);
+                     std::fill(b.out[1].begin(), b.out[1].end(), 0.f);
+                     for_each_window(p, [&](Index yi, const std::vector<Index>& w) {
+                       if (max) {
+                         Index arg = w[0];
+                         for (Index xi : w)
+                           if (b.in[0][xi] > b.in[0][arg]) arg = xi;
+                         b.out[1][arg] += b.in[1][yi];
+                       } else {
+                         for (Index xi : w) b.out[1][xi] += b.in[1][yi] / float(w.size());
+                       }
+                     });
+                   }});
+      t.push_back({"make_pool2d", label + " inference", {xs}, {ys}, -1, 1, true, 1e-6,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.make_pool2d(p)->forward(i[0], o[0], false); },
+                   [=](OpBuffers& b) { forward(b.in[0], b.out[0]); }});
+    }
+}
+
+// ---- batch normalisation -----------------------------------------------------------------------------------------------
+
+void batch_norm_cases(std::vector<OpCase>& t) {
+  BatchNormParams p;
+  p.rows = 37, p.channels = 5, p.epsilon = 1e-3f;
+  const Index rows = p.rows, ch = p.channels, n = rows * ch;
+  const auto stats = [=](const std::vector<float>& x, std::vector<float>& mean, std::vector<float>& var) {
+    for (Index c = 0; c < ch; ++c) {
+      double m = 0, v = 0;
+      for (Index r = 0; r < rows; ++r) m += x[r * ch + c];
+      m /= double(rows);
+      for (Index r = 0; r < rows; ++r) v += (x[r * ch + c] - m) * (x[r * ch + c] - m);
+      mean[c] = float(m);
+      var[c] = float(v / double(rows));
+    }
+  };
+  const auto normalize = [=](const std::vector<float>& x, const std::vector<float>& gamma, const std::vector<float>& beta,
+                             const std::vector<float>& mean, const std::vector<float>& var, std::vector<float>& y) {
+    for (Index r = 0; r < rows; ++r)
+      for (Index c = 0; c < ch; ++c)
+        y[r * ch + c] = float(gamma[c] * (x[r * ch + c] - double(mean[c])) / std::sqrt(double(var[c]) + p.epsilon) + beta[c]);
+  };
+  // Inputs in [0.1, 1): the inference case reads input 4 as a variance.
+  t.push_back({"make_batch_norm", "batch_norm forward_inference [37,5]", {n, ch, ch, ch, ch}, {n}, 0.1f, 1.f, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.make_batch_norm(p)->forward_inference(i[0], i[1], i[2], i[3], i[4], o[0]);
+               },
+               [=](OpBuffers& b) { normalize(b.in[0], b.in[1], b.in[2], b.in[3], b.in[4], b.out[0]); }});
+  // forward_training then backward with its statistics: out = y, mean, variance, dx, dgamma, dbeta.
+  t.push_back({"make_batch_norm", "batch_norm forward_training + backward [37,5]", {n, ch, ch, n},
+               {n, ch, ch, n, ch, ch}, -1, 1, false, 1e-4,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 auto op = be.make_batch_norm(p);
+                 op->forward_training(i[0], i[1], i[2], o[0], o[1], o[2]);
+                 op->backward(i[0], i[3], i[1], o[1], o[2], o[3], o[4], o[5]);
+               },
+               [=](OpBuffers& b) {
+                 stats(b.in[0], b.out[1], b.out[2]);
+                 normalize(b.in[0], b.in[1], b.in[2], b.out[1], b.out[2], b.out[0]);
+                 for (Index c = 0; c < ch; ++c) {
+                   const double inv = 1.0 / std::sqrt(double(b.out[2][c]) + p.epsilon);
+                   double dbeta = 0, dgamma = 0;
+                   for (Index r = 0; r < rows; ++r) {
+                     const double xhat = (b.in[0][r * ch + c] - double(b.out[1][c])) * inv;
+                     dbeta += b.in[3][r * ch + c];
+                     dgamma += b.in[3][r * ch + c] * xhat;
+                   }
+                   for (Index r = 0; r < rows; ++r) {
+                     const double xhat = (b.in[0][r * ch + c] - double(b.out[1][c])) * inv;
+                     b.out[3][r * ch + c] =
+                         float(b.in[1][c] * inv / double(rows) * (double(rows) * b.in[3][r * ch + c] - dbeta - xhat * dgamma));
+                   }
+                   b.out[4][c] = float(dgamma);
+                   b.out[5][c] = float(dbeta);
+                 }
+               }});
+}
+
+}  // namespace
+
+std::vector<OpCase> op_table() {
+  std::vector<OpCase> t;
+  elementwise_cases(t);
+  activation_cases(t);
+  softmax_cases(t);
+  dropout_cases(t);
+  layout_cases(t);
+  global_pool_cases(t);
+  gemm_cases(t);
+  conv_cases(t);
+  pool_cases(t);
+  batch_norm_cases(t);
+  return t;
+}
+
+}  // namespace tower::testing
