@@ -78,6 +78,15 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t cublaslt_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+
+  // GEMM plans (cuda_gemm.cpp): per shape and operand alignment, the cuBLASLt descriptors and the algorithm its
+  // heuristic chose. The deleter is defined there too, so destroying the backend frees them without this header
+  // knowing the type.
+  struct GemmPlans;
+  struct GemmPlansDeleter {
+    void operator()(GemmPlans* plans) const;
+  };
+  std::unique_ptr<GemmPlans, GemmPlansDeleter> gemm_plans_;
 };
 
 // The backend of GPU `index`, made on first use (backend::get routes cuda:N here).
