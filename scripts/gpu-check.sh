@@ -24,9 +24,10 @@ pack() {
   local build=$bundle_dir/build stage=$bundle_dir/stage
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_WITH_CUDA=ON -DTOWER_BUILD_GUI=OFF \
         -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >/dev/null
-  cmake --build "$build" --target tower_tests bench_train fashion_mnist_convnet
+  cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 fashion_mnist_convnet
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
-  cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/fashion_mnist_convnet" "$stage/bin/"
+  cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" "$build/bin/fashion_mnist_convnet" \
+     "$stage/bin/"
   cp -P "$build"/lib/libtower_*.so* "$stage/lib/"
   # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc, the
   # compiler's runtime and CUDA's own.
@@ -37,7 +38,7 @@ pack() {
   cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
   git -C "$here" rev-parse HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
   git -C "$here" status --porcelain | grep -q . && echo "(with uncommitted changes)" >> "$stage/COMMIT" || true
-  cp "$here/bench/train_reference.py" "$stage/"
+  cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$stage/"
   tar -C "$stage" -cf - . | xz -T0 -6 > "$bundle_dir/bundle.tar.xz"
   ls -la "$bundle_dir/bundle.tar.xz"
   echo "carry build-gpu/bundle.tar.xz and run: bash scripts/gpu-check.sh run"
@@ -99,10 +100,20 @@ run() {
   else
     say "### PyTorch: not run (no PyTorch with CUDA here)"
   fi
+  # MobileNetV2 224x224, 10 classes, SGD momentum 0.9: Tower beside PyTorch (eager, channels_last) on one GPU.
+  for batch in 64 128; do
+    check "MobileNetV2 batch $batch, Tower on cuda:0" env TOWER_DEVICE=cuda:0 bin/bench_mobilenet_v2 "$batch" 30 5
+    check "MobileNetV2 batch $batch, PyTorch on cuda" python3 mobilenet_v2_torch.py "$batch" 30 5
+    local tower torch
+    tower=$(grep -ho '"images_per_sec": [0-9.]*' "MobileNetV2_batch_${batch},_Tower_on_cuda:0.log" 2>/dev/null | awk '{print $2}')
+    torch=$(grep -ho '"images_per_sec": [0-9.]*' "MobileNetV2_batch_${batch},_PyTorch_on_cuda.log" 2>/dev/null | awk '{print $2}')
+    [ -n "$tower" ] && [ -n "$torch" ] && say "MobileNetV2 batch $batch: Tower / PyTorch = $(python3 -c "print(f'{$tower / $torch:.2f}x')")"
+  done
   say ""
   say "failures: $failures"
   cd - >/dev/null
   printf '%s' "$report" > "$out/gpu-report.md"
+  mkdir -p "$out/gpu-logs" && cp "$work"/*.log "$out/gpu-logs/" 2>/dev/null
   echo "report: $out/gpu-report.md"
   [ $failures -eq 0 ]
 }
