@@ -3,31 +3,24 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "api/backend/cpu/dnnl_context.h"
 #include "api/backend/cpu/loops.h"
+#include "api/backend/math/activations.h"
+#include "api/backend/math/data_movement.h"
+#include "api/backend/math/dropout.h"
+#include "api/backend/math/elementwise.h"
+#include "api/backend/math/global_pool.h"
+#include "api/backend/math/softmax.h"
 
 namespace tower::backend {
 
 namespace cpu {
-
-namespace {
-inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-constexpr float kSeluAlpha = 1.6732632423543772f;
-constexpr float kSeluScale = 1.0507009873554805f;
-
-inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 DnnlContext& dnnl_context() {
   static DnnlContext context;
@@ -49,37 +42,30 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, flo
                              ") for m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
 }
 
-void CpuBackend::fill(float* y, Index n, float value) {
-  elementwise(n, [=](Index i) { y[i] = value; });
-}
+void CpuBackend::fill(float* y, Index n, float value) { elementwise(n, math::Fill{y, value}); }
 
 void CpuBackend::fill_bytes(void* y, std::size_t bytes, unsigned char value) { std::memset(y, value, bytes); }
 
-void CpuBackend::add(const float* a, const float* b, float* y, Index n) {
-  elementwise(n, [=](Index i) { y[i] = a[i] + b[i]; });
-}
+void CpuBackend::add(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Add{a, b, y}); }
 
-void CpuBackend::sub(const float* a, const float* b, float* y, Index n) {
-  elementwise(n, [=](Index i) { y[i] = a[i] - b[i]; });
-}
+void CpuBackend::sub(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Sub{a, b, y}); }
 
-void CpuBackend::mul(const float* a, const float* b, float* y, Index n) {
-  elementwise(n, [=](Index i) { y[i] = a[i] * b[i]; });
-}
+void CpuBackend::mul(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Mul{a, b, y}); }
 
 void CpuBackend::axpby(float alpha, const float* x, float beta, float* y, Index n) {
   if (beta == 0.f)
-    elementwise(n, [=](Index i) { y[i] = alpha * x[i]; });
+    elementwise(n, math::Scale{alpha, x, y});
   else
-    elementwise(n, [=](Index i) { y[i] = alpha * x[i] + beta * y[i]; });
+    elementwise(n, math::Axpby{alpha, x, beta, y});
 }
 
 void CpuBackend::scale_shift(const float* x, float scale, float shift, float* y, Index n) {
-  elementwise(n, [=](Index i) { y[i] = scale * x[i] + shift; });
+  elementwise(n, math::ScaleShift{x, scale, shift, y});
 }
 
 void CpuBackend::add_bias(float* y, const float* bias, Index rows, Index cols) {
-  rowwise(rows, cols, [=](Index r, Index c) { y[r * cols + c] += bias[c]; });
+  const math::AddBias f{y, bias, cols};
+  rowwise(rows, cols, [f](Index r, Index c) { f.at(r, c); });
 }
 
 namespace {
@@ -103,173 +89,47 @@ void column_sums(const float* dy, float* db, Index rows, Index cols) {
 
 void CpuBackend::bias_grad(const float* dy, float* db, Index rows, Index cols) { column_sums(dy, db, rows, cols); }
 
+namespace {
+// Below this many elements an activation runs on one thread; the transcendental ones cost enough per element to
+// be worth splitting sooner than a copy or a compare.
+Index activation_grain(ActivationKind kind) {
+  return kind == ActivationKind::linear || kind == ActivationKind::relu ? kParallelGrain : kParallelGrain / 8;
+}
+}  // namespace
+
 void CpuBackend::activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
                                     Index n) {
-  switch (kind) {
-    case ActivationKind::linear:
-      if (x != y) std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
-      return;
-    case ActivationKind::relu: {
-      const float cap = p.max_value < 0.f ? INFINITY : p.max_value;
-      const float t = p.threshold, slope = p.alpha;
-      elementwise(n, [=](Index i) {
-        const float v = x[i];
-        y[i] = v >= t ? (cap < v ? cap : v) : slope * (v - t);
-      });
-      return;
-    }
-    default: break;
-  }
-#pragma omp parallel for if (n > kParallelGrain / 8)
-  for (Index i = 0; i < n; ++i) {
-    const float v = x[i];
-    float r = v;
-    switch (kind) {
-      case ActivationKind::sigmoid: r = sigmoid(v); break;
-      case ActivationKind::tanh: r = std::tanh(v); break;
-      case ActivationKind::gelu: r = 0.5f * v * (1.f + std::erf(v * static_cast<float>(M_SQRT1_2))); break;
-      case ActivationKind::gelu_tanh: {
-        const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-        r = 0.5f * v * (1.f + std::tanh(k * (v + 0.044715f * v * v * v)));
-        break;
-      }
-      case ActivationKind::swish: r = v * sigmoid(v); break;
-      case ActivationKind::elu: r = v > 0.f ? v : p.alpha * std::expm1(v); break;
-      case ActivationKind::leaky_relu: r = v > 0.f ? v : p.alpha * v; break;
-      case ActivationKind::selu: r = kSeluScale * (v > 0.f ? v : kSeluAlpha * std::expm1(v)); break;
-      case ActivationKind::softplus: r = v > 20.f ? v : std::log1p(std::exp(v)); break;
-      case ActivationKind::softsign: r = v / (1.f + std::fabs(v)); break;
-      case ActivationKind::hard_sigmoid: r = std::clamp(v / 6.f + 0.5f, 0.f, 1.f); break;
-      case ActivationKind::exponential: r = std::exp(v); break;
-      default: break;
-    }
-    y[i] = r;
-  }
+  if (kind == ActivationKind::linear && x == y) return;
+  math::visit_activation(kind, p, [&](auto f) {
+    elementwise(n, math::ActivationForward<decltype(f)>{f, x, y}, activation_grain(kind));
+  });
 }
 
 void CpuBackend::activation_backward(ActivationKind kind, const ActivationParams& p, const float* x,
                                      const float* y, const float* dy, float* dx, Index n) {
-  if (kind == ActivationKind::linear) {
-    if (dx != dy) std::memcpy(dx, dy, static_cast<std::size_t>(n) * sizeof(float));
-    return;
-  }
-  if (kind == ActivationKind::relu) {
-    const float cap = p.max_value < 0.f ? INFINITY : p.max_value;
-    const float t = p.threshold, slope = p.alpha;
-    elementwise(n, [=](Index i) {
-      const float v = x[i];
-      dx[i] = v > t ? (v < cap ? dy[i] : 0.f) : slope * dy[i];
-    });
-    return;
-  }
-#pragma omp parallel for if (n > kParallelGrain / 8)
-  for (Index i = 0; i < n; ++i) {
-    const float v = x[i], out = y[i];
-    float d = 1.f;
-    switch (kind) {
-      case ActivationKind::sigmoid: d = out * (1.f - out); break;
-      case ActivationKind::tanh: d = 1.f - out * out; break;
-      case ActivationKind::gelu: {
-        const float cdf = 0.5f * (1.f + std::erf(v * static_cast<float>(M_SQRT1_2)));
-        const float pdf = std::exp(-0.5f * v * v) * 0.3989422804014327f;
-        d = cdf + v * pdf;
-        break;
-      }
-      case ActivationKind::gelu_tanh: {
-        const float k = 0.7978845608028654f;
-        const float u = k * (v + 0.044715f * v * v * v);
-        const float th = std::tanh(u);
-        d = 0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * k * (1.f + 3.f * 0.044715f * v * v);
-        break;
-      }
-      case ActivationKind::swish: {
-        const float s = sigmoid(v);
-        d = s * (1.f + v * (1.f - s));
-        break;
-      }
-      case ActivationKind::elu: d = v > 0.f ? 1.f : out + p.alpha; break;
-      case ActivationKind::leaky_relu: d = v > 0.f ? 1.f : p.alpha; break;
-      case ActivationKind::selu: d = v > 0.f ? kSeluScale : out + kSeluScale * kSeluAlpha; break;
-      case ActivationKind::softplus: d = sigmoid(v); break;
-      case ActivationKind::softsign: {
-        const float a = 1.f + std::fabs(v);
-        d = 1.f / (a * a);
-        break;
-      }
-      case ActivationKind::hard_sigmoid: d = (v > -3.f && v < 3.f) ? 1.f / 6.f : 0.f; break;
-      case ActivationKind::exponential: d = out; break;
-      default: break;
-    }
-    dx[i] = d * dy[i];
-  }
+  if (kind == ActivationKind::linear && dx == dy) return;
+  math::visit_activation(kind, p, [&](auto f) {
+    elementwise(n, math::ActivationBackward<decltype(f)>{f, x, y, dy, dx}, activation_grain(kind));
+  });
 }
 
 void CpuBackend::softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) {
-#pragma omp parallel for collapse(2) if (outer * axis * inner > kParallelGrain / 4)
-  for (Index o = 0; o < outer; ++o)
-    for (Index in = 0; in < inner; ++in) {
-      const float* xs = x + o * axis * inner + in;
-      float* ys = y + o * axis * inner + in;
-      float m = -INFINITY;
-      for (Index a = 0; a < axis; ++a) m = std::max(m, xs[a * inner]);
-      float s = 0.f;
-      for (Index a = 0; a < axis; ++a) {
-        const float e = std::exp(xs[a * inner] - m);
-        ys[a * inner] = e;
-        s += e;
-      }
-      const float inv = 1.f / s;
-      for (Index a = 0; a < axis; ++a) ys[a * inner] *= inv;
-    }
+  parallel_for(outer * inner, math::SoftmaxForward{x, y, axis, inner},
+               kParallelGrain / 4 / std::max<Index>(axis, 1));
 }
 
 void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                                   Index inner) {
-#pragma omp parallel for collapse(2) if (outer * axis * inner > kParallelGrain / 4)
-  for (Index o = 0; o < outer; ++o)
-    for (Index in = 0; in < inner; ++in) {
-      const Index base = o * axis * inner + in;
-      float dot = 0.f;
-      for (Index a = 0; a < axis; ++a) dot += y[base + a * inner] * dy[base + a * inner];
-      for (Index a = 0; a < axis; ++a) dx[base + a * inner] = y[base + a * inner] * (dy[base + a * inner] - dot);
-    }
+  parallel_for(outer * inner, math::SoftmaxBackward{y, dy, dx, axis, inner},
+               kParallelGrain / 4 / std::max<Index>(axis, 1));
 }
 
 void CpuBackend::dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) {
-  const float keep_scale = 1.f / (1.f - rate);
-  const std::uint64_t salt = splitmix64(seed);
-  elementwise(n, [=](Index i) {
-    // The top 24 bits as a uniform in [0, 1); through int32 (exact below 2^24), which vectorises.
-    const auto bits = static_cast<std::int32_t>(splitmix64(salt ^ static_cast<std::uint64_t>(i)) >> 40);
-    const float u = static_cast<float>(bits) * (1.f / 16777216.f);
-    mask[i] = u >= rate ? keep_scale : 0.f;
-  });
+  elementwise(n, math::make_dropout_mask(mask, rate, seed));
 }
 
 void CpuBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {
-  const int r = shape.rank();
-  if (r > 8 || static_cast<int>(perm.size()) != r) throw std::invalid_argument("transpose: bad permutation");
-  Index in_strides[8], out_dims[8], src_stride_of_out[8];
-  Index s = 1;
-  for (int i = r - 1; i >= 0; --i) {
-    in_strides[i] = s;
-    s *= shape[i];
-  }
-  for (int i = 0; i < r; ++i) {
-    out_dims[i] = shape[perm[i]];
-    src_stride_of_out[i] = in_strides[perm[i]];
-  }
-  const Index n = shape.numel();
-#pragma omp parallel for if (n > kParallelGrain)
-  for (Index o = 0; o < n; ++o) {
-    Index rem = o, src = 0;
-    for (int i = r - 1; i >= 0; --i) {
-      const Index idx = rem % out_dims[i];
-      rem /= out_dims[i];
-      src += idx * src_stride_of_out[i];
-    }
-    y[o] = x[src];
-  }
+  parallel_for(shape.numel(), math::make_transpose(x, y, shape, perm), kParallelGrain);
 }
 
 void CpuBackend::copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
@@ -352,48 +212,61 @@ void CpuBackend::upsample2d_backward(const float* dy, float* dx, Index n, Index 
       }
 }
 
-void CpuBackend::global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) {
-#pragma omp parallel for if (n * positions * c > kParallelGrain)
-  for (Index b = 0; b < n; ++b) {
-    float* out = y + b * c;
-    const float* in = x + b * positions * c;
-    if (kind == PoolKind::average) {
-      std::fill(out, out + c, 0.f);
-      for (Index p = 0; p < positions; ++p)
+namespace {
+// One image's global pooling a row of channels at a time (math/global_pool.h): y's row holds the running
+// reductions, so x is read in memory order and the channel loops vectorise.
+template <class Reduce>
+TOWER_VECTOR_CLONES void pool_image(Reduce reduce, const float* x, float* y, Index positions, Index c) {
 #pragma omp simd
-        for (Index k = 0; k < c; ++k) out[k] += in[p * c + k];
-      const float inv = 1.f / static_cast<float>(positions);
-      for (Index k = 0; k < c; ++k) out[k] *= inv;
-    } else {
-      std::fill(out, out + c, -INFINITY);
-      for (Index p = 0; p < positions; ++p)
-        for (Index k = 0; k < c; ++k) out[k] = std::max(out[k], in[p * c + k]);
-    }
-  }
+  for (Index k = 0; k < c; ++k) y[k] = reduce.init();
+  for (Index p = 0; p < positions; ++p)
+#pragma omp simd
+    for (Index k = 0; k < c; ++k) y[k] = reduce.step(y[k], x[p * c + k]);
+#pragma omp simd
+  for (Index k = 0; k < c; ++k) y[k] = reduce.finish(y[k]);
+}
+
+template <class Reduce>
+void pool_images(Reduce reduce, const float* x, float* y, Index n, Index positions, Index c) {
+  parallel_for(
+      n, [=](Index b) { pool_image(reduce, x + b * positions * c, y + b * c, positions, c); },
+      kParallelGrain / std::max<Index>(positions * c, 1));
+}
+
+// GlobalMaxPoolBackward for one image, a row of channels at a time; taken has c flags.
+TOWER_VECTOR_CLONES void max_pool_backward_image(const float* x, const float* y, const float* dy, float* dx,
+                                                 int* taken, Index positions, Index c) {
+  std::fill(taken, taken + c, 0);
+  for (Index p = 0; p < positions; ++p)
+#pragma omp simd
+    for (Index k = 0; k < c; ++k)
+      dx[p * c + k] = math::GlobalMaxPoolBackward::route(x[p * c + k], y[k], dy[k], taken[k]);
+}
+}  // namespace
+
+void CpuBackend::global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) {
+  if (kind == PoolKind::average)
+    pool_images(math::AverageOfPositions{1.f / static_cast<float>(positions)}, x, y, n, positions, c);
+  else
+    pool_images(math::MaxOfPositions{}, x, y, n, positions, c);
 }
 
 void CpuBackend::global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx,
                                       Index n, Index positions, Index c) {
-#pragma omp parallel for if (n * positions * c > kParallelGrain)
-  for (Index b = 0; b < n; ++b) {
-    const float* g = dy + b * c;
-    float* d = dx + b * positions * c;
-    if (kind == PoolKind::average) {
-      const float inv = 1.f / static_cast<float>(positions);
-      for (Index p = 0; p < positions; ++p)
-        for (Index k = 0; k < c; ++k) d[p * c + k] = g[k] * inv;
-    } else {
-      const float* in = x + b * positions * c;
-      const float* out = y + b * c;
-      std::fill(d, d + positions * c, 0.f);
-      for (Index k = 0; k < c; ++k)
-        for (Index p = 0; p < positions; ++p)
-          if (in[p * c + k] == out[k]) {
-            d[p * c + k] = g[k];
-            break;
-          }
-    }
+  if (kind == PoolKind::average) {
+    const math::GlobalAveragePoolBackward f{dy, dx, positions, c, 1.f / static_cast<float>(positions)};
+    rowwise(n * positions, c, [f](Index row, Index k) { f.at(row, k); });
+    return;
   }
+  parallel_ranges(
+      n,
+      [&](Index begin, Index end) {
+        const std::unique_ptr<int[]> taken(new int[static_cast<std::size_t>(c)]);
+        for (Index b = begin; b < end; ++b)
+          max_pool_backward_image(x + b * positions * c, y + b * c, dy + b * c, dx + b * positions * c, taken.get(),
+                                  positions, c);
+      },
+      kParallelGrain / std::max<Index>(positions * c, 1));
 }
 
 void CpuBackend::sum(const float* x, float* y, Index n) {

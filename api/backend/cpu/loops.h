@@ -56,6 +56,14 @@ void elementwise(Index n, const Op& op, Index grain = kParallelGrain) {
   parallel_ranges(n, [&](Index begin, Index end) { for_range(op, begin, end); }, grain);
 }
 
+// op(i) for every i in [0, n), split evenly over the OpenMP threads above `grain` calls, not vectorised: for ops
+// that each loop over a row or a column of their own (softmax, transpose's index arithmetic).
+template <class Op>
+void parallel_for(Index n, const Op& op, Index grain) {
+#pragma omp parallel for if (n > grain)
+  for (Index i = 0; i < n; ++i) op(i);
+}
+
 // op(r, c) for rows [row_begin, row_end) of a matrix with `cols` columns, the column loop vectorised.
 template <class Op>
 TOWER_VECTOR_CLONES void for_rows(Op op, Index row_begin, Index row_end, Index cols) {

@@ -28,7 +28,7 @@ class CudaBackend final : public Backend {
   void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
             const float* b, Index ldb, float beta, float* c, Index ldc) override;  // cuda_gemm.cpp
 
-  // cuda_elementwise.cu
+  // cuda_elementwise.cu, except bias_grad and sum (cuda_reduce.cu)
   void fill(float* y, Index n, float value) override;
   void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
   void add(const float* a, const float* b, float* y, Index n) override;
@@ -37,7 +37,7 @@ class CudaBackend final : public Backend {
   void axpby(float alpha, const float* x, float beta, float* y, Index n) override;
   void scale_shift(const float* x, float scale, float shift, float* y, Index n) override;
   void add_bias(float* y, const float* bias, Index rows, Index cols) override;
-  void bias_grad(const float* dy, float* db, Index rows, Index cols) override;
+  void bias_grad(const float* dy, float* db, Index rows, Index cols) override;  // cuda_reduce.cu
   void activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
                           Index n) override;
   void activation_backward(ActivationKind kind, const ActivationParams& p, const float* x, const float* y,
@@ -61,7 +61,7 @@ class CudaBackend final : public Backend {
   void global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) override;
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
-  void sum(const float* x, float* y, Index n) override;
+  void sum(const float* x, float* y, Index n) override;  // cuda_reduce.cu
 
   // The GPU's stream; makes the GPU current on the calling thread first.
   cudaStream_t stream() const;

@@ -1,0 +1,168 @@
+// The element-wise, activation, softmax, dropout, data-movement and global-pooling ops of CudaBackend: each
+// launches the functor of api/backend/math/ that the CPU backend runs (or, for the data movement, that the CPU
+// tests check against the CPU's copies) through for_each on the backend's stream.
+#include <initializer_list>
+#include <string>
+
+#include "api/backend/cuda/launch.cuh"
+#include "api/backend/math/activations.h"
+#include "api/backend/math/data_movement.h"
+#include "api/backend/math/dropout.h"
+#include "api/backend/math/elementwise.h"
+#include "api/backend/math/global_pool.h"
+#include "api/backend/math/softmax.h"
+
+namespace tower::backend::cuda {
+
+namespace {
+// "<op> [d0, d1, ...]" for error messages, built by appending only (GCC 12 misreads a string inserted in front of
+// another as an overlapping copy, -Wrestrict).
+std::string describe(const char* op, std::initializer_list<Index> dims) {
+  std::string s = op;
+  s += " [";
+  for (Index d : dims) {
+    if (s.back() != '[') s += ", ";
+    s += std::to_string(d);
+  }
+  s += ']';
+  return s;
+}
+}  // namespace
+
+void CudaBackend::fill(float* y, Index n, float value) { for_each(n, math::Fill{y, value}, stream(), "fill"); }
+
+void CudaBackend::fill_bytes(void* y, std::size_t bytes, unsigned char value) {
+  if (bytes == 0) return;
+  check_cuda(cudaMemsetAsync(y, value, bytes, stream()), describe("fill_bytes (bytes)", {static_cast<Index>(bytes)}));
+}
+
+void CudaBackend::add(const float* a, const float* b, float* y, Index n) {
+  for_each(n, math::Add{a, b, y}, stream(), "add");
+}
+
+void CudaBackend::sub(const float* a, const float* b, float* y, Index n) {
+  for_each(n, math::Sub{a, b, y}, stream(), "sub");
+}
+
+void CudaBackend::mul(const float* a, const float* b, float* y, Index n) {
+  for_each(n, math::Mul{a, b, y}, stream(), "mul");
+}
+
+void CudaBackend::axpby(float alpha, const float* x, float beta, float* y, Index n) {
+  if (beta == 0.f)
+    for_each(n, math::Scale{alpha, x, y}, stream(), "axpby");
+  else
+    for_each(n, math::Axpby{alpha, x, beta, y}, stream(), "axpby");
+}
+
+void CudaBackend::scale_shift(const float* x, float scale, float shift, float* y, Index n) {
+  for_each(n, math::ScaleShift{x, scale, shift, y}, stream(), "scale_shift");
+}
+
+void CudaBackend::add_bias(float* y, const float* bias, Index rows, Index cols) {
+  const std::string op = describe("add_bias (rows, cols)", {rows, cols});
+  for_each(rows * cols, math::AddBias{y, bias, cols}, stream(), op.c_str());
+}
+
+void CudaBackend::activation_forward(ActivationKind kind, const ActivationParams& p, const float* x, float* y,
+                                     Index n) {
+  if (kind == ActivationKind::linear && x == y) return;
+  math::visit_activation(kind, p, [&](auto f) {
+    for_each(n, math::ActivationForward<decltype(f)>{f, x, y}, stream(), "activation_forward");
+  });
+}
+
+void CudaBackend::activation_backward(ActivationKind kind, const ActivationParams& p, const float* x,
+                                      const float* y, const float* dy, float* dx, Index n) {
+  if (kind == ActivationKind::linear && dx == dy) return;
+  math::visit_activation(kind, p, [&](auto f) {
+    for_each(n, math::ActivationBackward<decltype(f)>{f, x, y, dy, dx}, stream(), "activation_backward");
+  });
+}
+
+void CudaBackend::softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) {
+  const std::string op = describe("softmax_forward (outer, axis, inner)", {outer, axis, inner});
+  for_each(outer * inner, math::SoftmaxForward{x, y, axis, inner}, stream(), op.c_str());
+}
+
+void CudaBackend::softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
+                                   Index inner) {
+  const std::string op = describe("softmax_backward (outer, axis, inner)", {outer, axis, inner});
+  for_each(outer * inner, math::SoftmaxBackward{y, dy, dx, axis, inner}, stream(), op.c_str());
+}
+
+void CudaBackend::dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) {
+  for_each(n, math::make_dropout_mask(mask, rate, seed), stream(), "dropout_mask");
+}
+
+void CudaBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {
+  std::string op = "transpose ";
+  op += shape.to_string();
+  for_each(shape.numel(), math::make_transpose(x, y, shape, perm), stream(), op.c_str());
+}
+
+void CudaBackend::copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
+                               Index outer) {
+  const std::string op =
+      describe("copy_strided (outer, src_inner, dst_inner, dst_offset)", {outer, src_inner, dst_inner, dst_offset});
+  for_each(outer * src_inner, math::CopyStrided{src, src_inner, dst, dst_inner, dst_offset}, stream(), op.c_str());
+}
+
+void CudaBackend::copy_strided_back(const float* src, Index src_inner, Index src_offset, float* dst,
+                                    Index dst_inner, Index outer) {
+  const std::string op = describe("copy_strided_back (outer, src_inner, src_offset, dst_inner)",
+                                  {outer, src_inner, src_offset, dst_inner});
+  for_each(outer * dst_inner, math::CopyStridedBack{src, src_inner, src_offset, dst, dst_inner}, stream(),
+           op.c_str());
+}
+
+void CudaBackend::pad2d(const float* x, float* y, Index n, Index h, Index w, Index c, Index out_h, Index out_w,
+                        Index top, Index left) {
+  const std::string op = describe("pad2d (n, h, w, c, out_h, out_w, top, left)", {n, h, w, c, out_h, out_w, top, left});
+  for_each(n * out_h * out_w * c, math::Pad2D{x, y, {h, w, c, out_h, out_w, top, left}}, stream(), op.c_str());
+}
+
+void CudaBackend::pad2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, Index out_h,
+                                 Index out_w, Index top, Index left) {
+  const std::string op =
+      describe("pad2d_backward (n, h, w, c, out_h, out_w, top, left)", {n, h, w, c, out_h, out_w, top, left});
+  for_each(n * h * w * c, math::Pad2DBackward{dy, dx, {h, w, c, out_h, out_w, top, left}}, stream(), op.c_str());
+}
+
+void CudaBackend::upsample2d(const float* x, float* y, Index n, Index h, Index w, Index c, int fh, int fw) {
+  const std::string op = describe("upsample2d (n, h, w, c, fh, fw)", {n, h, w, c, fh, fw});
+  for_each(n * h * fh * w * fw * c, math::Upsample2D{x, y, h, w, c, fh, fw}, stream(), op.c_str());
+}
+
+void CudaBackend::upsample2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, int fh,
+                                      int fw) {
+  const std::string op = describe("upsample2d_backward (n, h, w, c, fh, fw)", {n, h, w, c, fh, fw});
+  for_each(n * h * w * c, math::Upsample2DBackward{dy, dx, h, w, c, fh, fw}, stream(), op.c_str());
+}
+
+void CudaBackend::global_pool(PoolKind kind, const float* x, float* y, Index n, Index positions, Index c) {
+  const std::string op = describe(kind == PoolKind::average ? "global_pool average (n, positions, c)"
+                                                            : "global_pool max (n, positions, c)",
+                                  {n, positions, c});
+  if (kind == PoolKind::average) {
+    const math::AverageOfPositions average{1.f / static_cast<float>(positions)};
+    for_each(n * c, math::GlobalPool<math::AverageOfPositions>{average, x, y, positions, c}, stream(), op.c_str());
+  } else {
+    for_each(n * c, math::GlobalPool<math::MaxOfPositions>{{}, x, y, positions, c}, stream(), op.c_str());
+  }
+}
+
+void CudaBackend::global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx,
+                                       Index n, Index positions, Index c) {
+  const std::string op = describe(kind == PoolKind::average ? "global_pool_backward average (n, positions, c)"
+                                                            : "global_pool_backward max (n, positions, c)",
+                                  {n, positions, c});
+  if (kind == PoolKind::average)
+    for_each(n * positions * c,
+             math::GlobalAveragePoolBackward{dy, dx, positions, c, 1.f / static_cast<float>(positions)}, stream(),
+             op.c_str());
+  else
+    for_each(n * c, math::GlobalMaxPoolBackward{x, y, dy, dx, positions, c}, stream(), op.c_str());
+}
+
+}  // namespace tower::backend::cuda

@@ -1,0 +1,67 @@
+#pragma once
+// Element-wise arithmetic of Backend::fill, add, sub, mul, axpby, scale_shift and add_bias, one output element
+// per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
+// for_each (cuda/launch.cuh). Each writes only element i of its output (add_bias: the element at flat index i),
+// so an output may alias an input.
+#include "api/backend/math/hd.h"
+#include "api/core/shape.h"
+
+namespace tower::backend::math {
+
+struct Fill {
+  float* y;
+  float value;
+  TOWER_HD void operator()(Index i) const { y[i] = value; }
+};
+
+struct Add {
+  const float *a, *b;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = a[i] + b[i]; }
+};
+
+struct Sub {
+  const float *a, *b;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = a[i] - b[i]; }
+};
+
+struct Mul {
+  const float *a, *b;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = a[i] * b[i]; }
+};
+
+// axpby with beta == 0: y is written without being read, so garbage (NaN) in y does not leak into the result.
+struct Scale {
+  float alpha;
+  const float* x;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = alpha * x[i]; }
+};
+
+struct Axpby {
+  float alpha;
+  const float* x;
+  float beta;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = alpha * x[i] + beta * y[i]; }
+};
+
+struct ScaleShift {
+  const float* x;
+  float scale, shift;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = scale * x[i] + shift; }
+};
+
+// y[r, c] += bias[c] over a row-major [rows, cols] matrix; at(r, c) is the element form the CPU's row loops call.
+struct AddBias {
+  float* y;
+  const float* bias;
+  Index cols;
+  TOWER_HD void at(Index r, Index c) const { y[r * cols + c] += bias[c]; }
+  TOWER_HD void operator()(Index i) const { at(i / cols, i % cols); }
+};
+
+}  // namespace tower::backend::math
