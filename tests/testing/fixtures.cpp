@@ -1,5 +1,6 @@
 #include "testing/fixtures.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -9,6 +10,12 @@
 #endif
 
 namespace tower::testing {
+
+namespace {
+// The suite runs on the CPU even on a GPU machine, unless TOWER_DEVICE says otherwise; the *_CUDA tests choose
+// their GPU themselves.
+const bool cpu_unless_told = [] { return setenv("TOWER_DEVICE", "cpu", 0) == 0; }();
+}  // namespace
 
 std::filesystem::path reference_dir() { return TOWER_TEST_DATA_DIR; }
 

@@ -278,14 +278,7 @@ void CpuBackend::sum(const float* x, float* y, Index n) {
 
 }  // namespace cpu
 
-Backend& get(Device device) {
-  if (device.is_cpu()) {
-    static cpu::CpuBackend cpu_backend;
-    return cpu_backend;
-  }
-  throw std::invalid_argument("no backend for device " + device.to_string() +
-                              ": this build of Tower has no CUDA backend");
-}
+
 
 namespace {
 int initial_threads() {
