@@ -5,9 +5,12 @@
 //
 // Conventions: float32, row-major, images NHWC. Shape-specific work (oneDNN primitives, cuDNN plans) lives
 // in "op" objects created once per shape and kept by the caller (a layer's per-node state).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <variant>
 #include <vector>
 
 #include "api/core/device.h"
@@ -94,6 +97,101 @@ struct ActivationParams {
   float threshold = 0.f;        // relu only
 };
 
+// ---- optimizer updates ------------------------------------------------------------------------------------
+// A step's scalars, one struct per rule: Keras' formulas (math/optimizer_updates.h runs them), with the scalars
+// computed on the host in double precision and rounded once to float. The slots each rule reads are listed in
+// the order UpdateTensors::slots holds them (the order the optimizer creates and checkpoints them).
+
+// SGD. momentum == 0: var -= lr * g. Otherwise (slot momentum) m = momentum * m - lr * g, then var += m, or with
+// nesterov var += momentum * m, then var -= lr * g.
+struct SGDStep {
+  float learning_rate = 0.f;
+  float momentum = 0.f;
+  bool nesterov = false;
+};
+
+// Adam. Slots momentum, velocity and (amsgrad) velocity_hat.
+struct AdamStep {
+  float alpha = 0.f;  // lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)
+  float one_minus_beta_1 = 0.f, one_minus_beta_2 = 0.f, epsilon = 0.f;
+  bool amsgrad = false;
+};
+
+// Adamax. Slots momentum and norm.
+struct AdamaxStep {
+  float learning_rate = 0.f, one_minus_beta_1 = 0.f, beta_2 = 0.f;
+  float bias_correction = 0.f;  // 1 - beta_1^t
+  float epsilon = 0.f;
+};
+
+// Nadam. Slots momentum and velocity.
+struct NadamStep {
+  float learning_rate = 0.f, one_minus_beta_1 = 0.f, one_minus_beta_2 = 0.f, epsilon = 0.f;
+  float momentum_coefficient = 0.f;  // u_{t+1} / (1 - u_product_t * u_{t+1})
+  float gradient_coefficient = 0.f;  // (1 - u_t) / (1 - u_product_t)
+  float velocity_correction = 0.f;   // 1 / (1 - beta_2^t)
+};
+
+// RMSprop. Slots velocity, then momentum (momentum > 0), then average_gradient (centered): only the slots in use,
+// packed.
+struct RMSpropStep {
+  float learning_rate = 0.f, rho = 0.f, one_minus_rho = 0.f, momentum = 0.f, epsilon = 0.f;
+  bool centered = false;
+};
+
+// Adagrad. Slot accumulator.
+struct AdagradStep {
+  float learning_rate = 0.f, epsilon = 0.f;
+};
+
+// Adadelta. Slots accumulated_grad and accumulated_delta_var.
+struct AdadeltaStep {
+  float learning_rate = 0.f, rho = 0.f, one_minus_rho = 0.f, epsilon = 0.f;
+};
+
+using OptimizerStep = std::variant<SGDStep, AdamStep, AdamaxStep, NadamStep, RMSpropStep, AdagradStep, AdadeltaStep>;
+
+// One step of an optimizer over a list of tensors.
+struct OptimizerUpdate {
+  OptimizerStep step;
+  // Decoupled weight decay applied to each variable before the rule's update, var -= weight_decay * var (Keras
+  // passes weight_decay * learning_rate); 0 applies none.
+  float weight_decay = 0.f;
+};
+
+// One variable of an update: its gradient, its slots (the rule's, in its order; unused entries null) and its
+// element count. Every pointer is memory of the backend's device.
+struct UpdateTensors {
+  float* variable = nullptr;
+  const float* gradient = nullptr;
+  std::array<float*, 3> slots{};
+  Index n = 0;
+};
+
+// Gradient clipping, Keras' three options.
+enum class ClipKind {
+  norm,         // each gradient g becomes g * limit / max(||g||, limit)
+  global_norm,  // every gradient is scaled by limit * min(1 / N, 1 / limit), N the L2 norm of all of them
+                // together; NaN when N is not finite (Keras' clip_by_global_norm)
+  value,        // each element is clamped to [-limit, limit]
+};
+
+struct GradientClip {
+  ClipKind kind = ClipKind::norm;
+  double limit = 1.0;  // Keras' clipnorm, global_clipnorm or clipvalue; > 0
+};
+
+// A gradient and the memory its clipped copy is written to (the two must not overlap).
+struct ClipTensors {
+  const float* gradient = nullptr;
+  float* clipped = nullptr;
+  Index n = 0;
+};
+
+// Floats of device scratch Backend::clip_gradients needs for `count` gradients: their squared norms and the
+// global scale.
+inline Index clip_scratch_floats(Index count) { return count + 1; }
+
 // ---- the backend ----------------------------------------------------------------------------------------------
 class Backend {
  public:
@@ -164,6 +262,17 @@ class Backend {
                                     Index n, Index positions, Index c) = 0;
   // Sum over all elements into one float on the device.
   virtual void sum(const float* x, float* y, Index n) = 0;
+
+  // ---- optimizer updates (the formulas: math/optimizer_updates.h) ----
+  // One optimizer step over every tensor of the list: the optional decoupled weight decay, then the rule of
+  // update.step on each element of the variable and its slots, as the rule's functor computes it. Every pointer
+  // is memory of this backend's device and no two tensors overlap. Queued like any op; nothing is read back.
+  virtual void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) = 0;
+  // Writes each gradient, clipped as `clip` says, into its `clipped`; the gradients are left alone. The norms are
+  // summed and turned into scales on the device, into `scratch` (clip_scratch_floats(tensors.size()) floats of
+  // this device, contents unspecified afterwards), and the scaling reads them there: nothing is read back. With
+  // ClipKind::value no scratch is touched.
+  virtual void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) = 0;
 };
 
 // The backend for a device; throws std::invalid_argument if this build has none for it.

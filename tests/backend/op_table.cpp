@@ -1,9 +1,12 @@
 #include "backend/op_table.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
+
+#include "backend/optimizer_reference.h"
 
 namespace tower::testing {
 
@@ -646,6 +649,97 @@ void batch_norm_cases(std::vector<OpCase>& t) {
                }});
 }
 
+
+// ---- optimizer updates ------------------------------------------------------------------------------------------
+
+// The tensor list of the optimizer cases, as consecutive slices of one buffer.
+const Sizes kOptimizerTensors = {1, 7, 33, 1001};
+
+void optimizer_cases(std::vector<OpCase>& t) {
+  using namespace backend;
+  Index total = 0;
+  for (Index n : kOptimizerTensors) total += n;
+  struct Rule {
+    const char* label;
+    OptimizerUpdate update;
+    int slots;
+  };
+  const Rule rules[] = {
+      {"SGD nesterov, weight decay", {SGDStep{0.1f, 0.9f, true}, 0.01f}, 1},
+      {"Adam amsgrad", {AdamStep{0.01f, 0.1f, 0.001f, 1e-7f, true}}, 3},
+      {"Adamax", {AdamaxStep{0.02f, 0.1f, 0.999f, 0.19f, 1e-7f}}, 2},
+      {"Nadam", {NadamStep{0.002f, 0.1f, 0.001f, 1e-7f, 0.8f, 0.6f, 1.5f}}, 2},
+      {"RMSprop momentum", {RMSpropStep{0.01f, 0.9f, 0.1f, 0.5f, 1e-7f, false}}, 2},
+      {"Adagrad", {AdagradStep{0.01f, 1e-7f}}, 1},
+      {"Adadelta", {AdadeltaStep{1.f, 0.95f, 0.05f, 1e-7f}}, 2},
+  };
+  // Inputs: the gradient, then the starting variable and slots, all in [0, 1) so that every square root is of a
+  // positive number; outputs: the variable and slots after two steps.
+  for (const Rule& r : rules)
+    t.push_back({"apply_update", std::string("apply_update(") + r.label + "; n=1,7,33,1001; 2 steps)",
+                 Sizes(static_cast<std::size_t>(r.slots) + 2, total), Sizes(static_cast<std::size_t>(r.slots) + 1, total),
+                 0, 1, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   for (std::size_t j = 0; j < o.size(); ++j) be.axpby(1.f, i[j + 1], 0.f, o[j], total);
+                   std::vector<UpdateTensors> list;
+                   Index offset = 0;
+                   for (Index n : kOptimizerTensors) {
+                     UpdateTensors u{o[0] + offset, i[0] + offset, {}, n};
+                     for (int j = 0; j < r.slots; ++j) u.slots[j] = o[j + 1] + offset;
+                     list.push_back(u);
+                     offset += n;
+                   }
+                   for (int step = 0; step < 2; ++step) be.apply_update(r.update, list);
+                 },
+                 [=](OpBuffers& b) {
+                   for (std::size_t j = 0; j < b.out.size(); ++j) b.out[j] = b.in[j + 1];
+                   for (int step = 0; step < 2; ++step)
+                     for (Index e = 0; e < total; ++e) {
+                       std::array<float*, 3> s{};
+                       for (int j = 0; j < r.slots; ++j) s[j] = &b.out[j + 1][e];
+                       optimizer_reference::update(r.update, b.out[0][e], b.in[0][e], s);
+                     }
+                 }});
+  // Inputs: the gradients and the op's device scratch; output: the clipped gradients.
+  const Index count = static_cast<Index>(kOptimizerTensors.size());
+  for (const GradientClip c : {GradientClip{ClipKind::norm, 1.0}, GradientClip{ClipKind::global_norm, 2.0},
+                               GradientClip{ClipKind::value, 0.3}}) {
+    const char* kind = c.kind == ClipKind::norm ? "clipnorm 1" : c.kind == ClipKind::global_norm ? "global_clipnorm 2"
+                                                                                                 : "clipvalue 0.3";
+    t.push_back({"clip_gradients", std::string("clip_gradients(") + kind + "; n=1,7,33,1001)",
+                 {total, clip_scratch_floats(count)}, {total}, -1, 1, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   std::vector<ClipTensors> list;
+                   Index offset = 0;
+                   for (Index n : kOptimizerTensors) {
+                     list.push_back({i[0] + offset, o[0] + offset, n});
+                     offset += n;
+                   }
+                   be.clip_gradients(c, list, i[1]);
+                 },
+                 [=](OpBuffers& b) {
+                   std::vector<double> squares;
+                   double all = 0;
+                   Index offset = 0;
+                   for (Index n : kOptimizerTensors) {
+                     squares.push_back(optimizer_reference::squared_norm(&b.in[0][offset], n));
+                     all += squares.back();
+                     offset += n;
+                   }
+                   offset = 0;
+                   for (std::size_t k = 0; k < kOptimizerTensors.size(); ++k) {
+                     const double scale =
+                         optimizer_reference::clip_scale(c.kind, c.limit, c.kind == ClipKind::norm ? squares[k] : all);
+                     for (Index e = offset; e < offset + kOptimizerTensors[k]; ++e)
+                       b.out[0][e] = c.kind == ClipKind::value
+                                         ? std::clamp(b.in[0][e], -0.3f, 0.3f)
+                                         : static_cast<float>(scale) * b.in[0][e];
+                     offset += kOptimizerTensors[k];
+                   }
+                 }});
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> op_table() {
@@ -660,6 +754,7 @@ std::vector<OpCase> op_table() {
   conv_cases(t);
   pool_cases(t);
   batch_norm_cases(t);
+  optimizer_cases(t);
   return t;
 }
 

@@ -47,6 +47,10 @@ class CpuBackend final : public Backend {
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
   void sum(const float* x, float* y, Index n) override;
+
+  // cpu_optimizers.cpp
+  void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
+  void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) override;
 };
 
 // db[c] = sum over r of dy[r, c] for a row-major [rows, cols] matrix (CpuBackend::bias_grad), each column summed

@@ -72,6 +72,10 @@ class CudaBackend final : public Backend {
   // workspaces, CUB temporary storage). Valid until the next call; ops on the one stream never overlap.
   void* workspace(std::size_t bytes);
 
+  // cuda_optimizers.cu
+  void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
+  void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) override;
+
  private:
   int index_;
   cudnnHandle_t cudnn_ = nullptr;

@@ -1,0 +1,48 @@
+#include "api/backend/cpu/cpu_backend.h"
+#include "api/backend/cpu/loops.h"
+#include "api/backend/math/optimizer_updates.h"
+
+namespace tower::backend::cpu {
+
+namespace {
+
+// The squared L2 norm of x, the squares summed in double.
+float squared_norm(const float* x, Index n) {
+  const math::SquareOf square;
+  double s = 0.0;
+#pragma omp parallel for reduction(+ : s) if (n > kParallelGrain)
+  for (Index i = 0; i < n; ++i) s += square(x[i]);
+  return static_cast<float>(s);
+}
+
+}  // namespace
+
+void CpuBackend::apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
+  for (const UpdateTensors& t : tensors)
+    math::with_update(update, t, [&](const auto& f) { elementwise(t.n, f); });
+}
+
+void CpuBackend::clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) {
+  const Index count = static_cast<Index>(tensors.size());
+  if (clip.kind == ClipKind::value) {
+    for (const ClipTensors& t : tensors)
+      elementwise(t.n, math::ClampedCopy{static_cast<float>(clip.limit), t.gradient, t.clipped});
+    return;
+  }
+  for (Index k = 0; k < count; ++k) scratch[k] = squared_norm(tensors[k].gradient, tensors[k].n);
+  const float* scales = scratch;
+  Index scale_step = 1;
+  if (clip.kind == ClipKind::norm) {
+    elementwise(count, math::NormClipScale{clip.limit, scratch});
+  } else {
+    math::GlobalNormClipScale{clip.limit, scratch, count, scratch + count}(0);
+    scales = scratch + count;
+    scale_step = 0;
+  }
+  for (Index k = 0; k < count; ++k) {
+    const ClipTensors& t = tensors[k];
+    elementwise(t.n, math::ScaledCopy{scales + k * scale_step, t.gradient, t.clipped});
+  }
+}
+
+}  // namespace tower::backend::cpu

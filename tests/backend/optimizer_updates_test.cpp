@@ -1,0 +1,211 @@
+// The CPU backend's fused optimizer ops against naive scalar loops: apply_update for every rule and flag
+// combination (with and without weight decay), two steps over a list of odd-sized tensors, one of them large
+// enough for the threaded, vectorised path, compared bit for bit; clip_gradients for clipnorm, global_clipnorm
+// (including a non-finite norm) and clipvalue.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/backend/backend.h"
+#include "api/core/random.h"
+#include "backend/optimizer_reference.h"
+
+namespace tower::backend {
+namespace {
+
+namespace reference = tower::testing::optimizer_reference;
+
+// 40001 elements are split over the OpenMP threads and leave vector remainders.
+const std::vector<Index> kSizes = {1, 7, 33, 40001};
+
+std::vector<float> uniform(Index n, float low, float high, Generator& g) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = g.uniform(low, high);
+  return v;
+}
+
+// Variables, gradients and slots of kSizes. The first slot is in [0.5, 1) and the others in [0, 0.5), so every
+// square root the rules take (velocity - average^2 for centered RMSprop) is of a positive number.
+struct Tensors {
+  std::vector<std::vector<float>> variables, gradients;
+  std::vector<std::array<std::vector<float>, 3>> slots;
+
+  Tensors(int slot_count, std::uint64_t seed) {
+    Generator g(seed);
+    for (Index n : kSizes) {
+      variables.push_back(uniform(n, -1.f, 1.f, g));
+      gradients.push_back(uniform(n, -1.f, 1.f, g));
+      slots.emplace_back();
+      for (int j = 0; j < slot_count; ++j) slots.back()[j] = uniform(n, j == 0 ? 0.5f : 0.f, j == 0 ? 1.f : 0.5f, g);
+    }
+  }
+
+  std::vector<UpdateTensors> update_list() {
+    std::vector<UpdateTensors> list;
+    for (std::size_t k = 0; k < variables.size(); ++k) {
+      UpdateTensors t{variables[k].data(), gradients[k].data(), {}, static_cast<Index>(variables[k].size())};
+      for (std::size_t j = 0; j < 3; ++j) t.slots[j] = slots[k][j].empty() ? nullptr : slots[k][j].data();
+      list.push_back(t);
+    }
+    return list;
+  }
+};
+
+void reference_step(const OptimizerUpdate& u, Tensors& t) {
+  for (std::size_t k = 0; k < t.variables.size(); ++k)
+    for (std::size_t i = 0; i < t.variables[k].size(); ++i) {
+      std::array<float*, 3> s{};
+      for (std::size_t j = 0; j < 3; ++j) s[j] = t.slots[k][j].empty() ? nullptr : &t.slots[k][j][i];
+      reference::update(u, t.variables[k][i], t.gradients[k][i], s);
+    }
+}
+
+// Every element bit for bit, reporting the first few differences.
+void expect_same_bits(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    if (std::bit_cast<std::uint32_t>(actual[i]) != std::bit_cast<std::uint32_t>(expected[i]) && ++bad <= 3)
+      ADD_FAILURE() << what << "[" << i << "]: " << actual[i] << ", expected " << expected[i];
+  EXPECT_EQ(bad, 0) << what;
+}
+
+struct UpdateCase {
+  std::string name;
+  OptimizerUpdate update;
+  int slots;
+};
+
+std::vector<UpdateCase> update_cases() {
+  const AdamStep adam{0.01f, 0.1f, 0.001f, 1e-7f, false};
+  AdamStep amsgrad = adam;
+  amsgrad.amsgrad = true;
+  const RMSpropStep rmsprop{0.01f, 0.9f, 0.1f, 0.f, 1e-7f, false};
+  RMSpropStep centered = rmsprop, with_momentum = rmsprop, both = rmsprop;
+  centered.centered = both.centered = true;
+  with_momentum.momentum = both.momentum = 0.5f;
+  return {
+      {"SGD", {SGDStep{0.1f, 0.f, false}}, 0},
+      {"SGD momentum", {SGDStep{0.1f, 0.9f, false}}, 1},
+      {"SGD nesterov, weight decay", {SGDStep{0.1f, 0.9f, true}, 0.01f}, 1},
+      {"Adam", {adam}, 2},
+      {"Adam amsgrad, weight decay", {amsgrad, 0.004f}, 3},
+      {"Adamax", {AdamaxStep{0.02f, 0.1f, 0.999f, 0.19f, 1e-7f}}, 2},
+      {"Nadam", {NadamStep{0.002f, 0.1f, 0.001f, 1e-7f, 0.8f, 0.6f, 1.5f}}, 2},
+      {"RMSprop", {rmsprop}, 1},
+      {"RMSprop momentum", {with_momentum}, 2},
+      {"RMSprop centered", {centered}, 2},
+      {"RMSprop centered momentum, weight decay", {both, 0.1f}, 3},
+      {"Adagrad", {AdagradStep{0.01f, 1e-7f}}, 1},
+      {"Adadelta", {AdadeltaStep{1.f, 0.95f, 0.05f, 1e-7f}}, 2},
+  };
+}
+
+TEST(OptimizerUpdates, EveryRuleMatchesTheScalarReferenceBitForBit) {
+  Backend& cpu = get(Device::cpu());
+  for (const UpdateCase& c : update_cases()) {
+    SCOPED_TRACE(c.name);
+    Tensors fused(c.slots, 5), naive(c.slots, 5);
+    const std::vector<UpdateTensors> list = fused.update_list();
+    for (int step = 0; step < 2; ++step) {
+      cpu.apply_update(c.update, list);
+      reference_step(c.update, naive);
+    }
+    for (std::size_t k = 0; k < kSizes.size(); ++k) {
+      const std::string tensor = "tensor " + std::to_string(k);
+      expect_same_bits(fused.variables[k], naive.variables[k], tensor + " variable");
+      for (int j = 0; j < c.slots; ++j)
+        expect_same_bits(fused.slots[k][j], naive.slots[k][j], tensor + " slot " + std::to_string(j));
+      expect_same_bits(fused.gradients[k], naive.gradients[k], tensor + " gradient (unchanged)");
+    }
+  }
+}
+
+// Clipped copies of `gradients` by the backend, with the gradients checked unchanged.
+std::vector<std::vector<float>> clip(const GradientClip& clip, const std::vector<std::vector<float>>& gradients) {
+  const std::vector<std::vector<float>> before = gradients;
+  std::vector<std::vector<float>> out;
+  std::vector<ClipTensors> list;
+  for (const std::vector<float>& g : gradients) out.emplace_back(g.size(), -7.f);
+  for (std::size_t k = 0; k < gradients.size(); ++k)
+    list.push_back({gradients[k].data(), out[k].data(), static_cast<Index>(gradients[k].size())});
+  std::vector<float> scratch(static_cast<std::size_t>(clip_scratch_floats(static_cast<Index>(list.size()))));
+  get(Device::cpu()).clip_gradients(clip, list, scratch.data());
+  for (std::size_t k = 0; k < gradients.size(); ++k)
+    expect_same_bits(gradients[k], before[k], "gradient " + std::to_string(k) + " (unchanged)");
+  return out;
+}
+
+double squared_norm(const std::vector<float>& g) {
+  return reference::squared_norm(g.data(), static_cast<Index>(g.size()));
+}
+
+void expect_scaled(const std::vector<float>& actual, const std::vector<float>& g, double scale, const std::string& what) {
+  ASSERT_EQ(actual.size(), g.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double want = scale * g[i];
+    if (!(std::fabs(actual[i] - want) <= 1e-6 * std::fabs(want) + 1e-12) && ++bad <= 3)
+      ADD_FAILURE() << what << "[" << i << "]: " << actual[i] << ", expected " << want;
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+std::vector<std::vector<float>> clip_gradients_problem() {
+  Generator g(9);
+  std::vector<std::vector<float>> gradients;
+  for (Index n : kSizes) gradients.push_back(uniform(n, -1.f, 1.f, g));
+  return gradients;
+}
+
+TEST(OptimizerUpdates, ClipnormScalesEachGradientByItsOwnNorm) {
+  const auto gradients = clip_gradients_problem();
+  const double limit = 1.0;
+  const auto out = clip({ClipKind::norm, limit}, gradients);
+  int clipped = 0;
+  for (std::size_t k = 0; k < gradients.size(); ++k) {
+    const double squares = squared_norm(gradients[k]);
+    clipped += std::sqrt(squares) > limit;
+    expect_scaled(out[k], gradients[k], reference::clip_scale(ClipKind::norm, limit, squares), std::to_string(k));
+  }
+  EXPECT_EQ(clipped, 3) << "the one-element gradient stays below the limit, the others above";
+}
+
+TEST(OptimizerUpdates, GlobalClipnormScalesAllGradientsTogether) {
+  const auto gradients = clip_gradients_problem();
+  double total = 0.0;
+  for (const auto& g : gradients) total += squared_norm(g);
+  for (const double limit : {2.0, 1e3}) {
+    SCOPED_TRACE(limit);
+    const auto out = clip({ClipKind::global_norm, limit}, gradients);
+    const double scale = reference::clip_scale(ClipKind::global_norm, limit, total);
+    for (std::size_t k = 0; k < gradients.size(); ++k) expect_scaled(out[k], gradients[k], scale, std::to_string(k));
+  }
+}
+
+TEST(OptimizerUpdates, GlobalClipnormOfANonFiniteNormIsNaN) {
+  auto gradients = clip_gradients_problem();
+  gradients[1][3] = INFINITY;
+  const auto out = clip({ClipKind::global_norm, 1.0}, gradients);
+  for (std::size_t k = 0; k < out.size(); ++k)
+    for (float x : out[k]) ASSERT_TRUE(std::isnan(x)) << "tensor " << k;
+}
+
+TEST(OptimizerUpdates, ClipvalueClampsElements) {
+  const auto gradients = clip_gradients_problem();
+  const auto out = clip({ClipKind::value, 0.3}, gradients);
+  for (std::size_t k = 0; k < gradients.size(); ++k) {
+    std::vector<float> want = gradients[k];
+    for (float& x : want) x = std::clamp(x, -0.3f, 0.3f);
+    expect_same_bits(out[k], want, "tensor " + std::to_string(k));
+  }
+}
+
+}  // namespace
+}  // namespace tower::backend
