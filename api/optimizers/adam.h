@@ -44,7 +44,7 @@ class AdamImpl : public Optimizer {
   // For AdamW, which is Adam under another name with weight_decay required.
   AdamImpl(std::string type, Options options);
   void build_slots(const Variable& variable) override;
-  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  backend::OptimizerStep update_for(double lr) const override;
   Config own_config() const override { return options_to_config(options_); }
 
  private:

@@ -38,7 +38,7 @@ class AdamaxImpl : public Optimizer {
 
  protected:
   void build_slots(const Variable& variable) override;
-  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  backend::OptimizerStep update_for(double lr) const override;
   Config own_config() const override { return options_to_config(options_); }
 
  private:

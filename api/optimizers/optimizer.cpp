@@ -5,10 +5,9 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 
 #include "api/backend/backend.h"
-#include "api/core/device_memory.h"
-#include "api/backend/cpu/loops.h"
 #include "api/optimizers/optimizers.h"
 
 namespace tower::optimizers {
@@ -16,6 +15,14 @@ namespace tower::optimizers {
 namespace {
 
 std::string number(double v) { return Config(v).to_json(); }
+
+// The clipping the options ask for, if any (the constructor allows at most one).
+std::optional<backend::GradientClip> gradient_clip(const BaseOptions& base) {
+  if (base.clipnorm) return backend::GradientClip{backend::ClipKind::norm, *base.clipnorm};
+  if (base.global_clipnorm) return backend::GradientClip{backend::ClipKind::global_norm, *base.global_clipnorm};
+  if (base.clipvalue) return backend::GradientClip{backend::ClipKind::value, *base.clipvalue};
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -43,13 +50,6 @@ Optimizer::Optimizer(std::string type, schedules::LearningRate learning_rate, Ba
 void Optimizer::check_argument(bool ok, const char* name, double value, const char* expected) const {
   if (!ok)
     throw std::invalid_argument(type_ + ": argument '" + name + "' must be " + expected + ", got " + number(value));
-}
-
-void Optimizer::require_cpu(const Variable& variable) const {
-  const Device device = variable.value.device();
-  if (!device.is_cpu())
-    throw std::invalid_argument(type_ + ": variable '" + variable.path + "' is on " + device.to_string() +
-                                "; this optimizer updates CPU memory only (no fused device update is built)");
 }
 
 double Optimizer::learning_rate() const { return learning_rate_.at(iterations_); }
@@ -140,14 +140,16 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
         throw std::invalid_argument(type_ + ".build: variable '" + v.path + "' has no value (is its layer built?)");
       if (!index_by_variable_.emplace(&v, i).second)
         throw std::invalid_argument(type_ + ".apply_gradients: variable '" + v.path + "' is listed twice");
-      if (base_.clipvalue) require_cpu(v);
       built_for_.push_back(&v);
       slots_by_variable_.emplace_back();
       build_slots(v);
+      if (slots_by_variable_.back().size() > backend::UpdateTensors{}.slots.size())
+        throw std::logic_error(type_ + ": more slots per variable than Backend::apply_update takes");
       if (clipping) clipped_.emplace_back(v.value.shape(), DType::float32, v.value.device());
-      if (base_.clipnorm || base_.global_clipnorm)
-        norm_scratch_.emplace_back(Shape{1}, DType::float32, v.value.device());
     }
+    if ((base_.clipnorm || base_.global_clipnorm) && !variables.empty())
+      clip_scratch_ = Tensor(Shape{backend::clip_scratch_floats(static_cast<Index>(variables.size()))},
+                             DType::float32, variables[0]->value.device());
   } catch (...) {
     // Leave the optimizer unbuilt, so a corrected call starts from scratch.
     built_for_.clear();
@@ -155,11 +157,14 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
     slots_.clear();
     slots_by_variable_.clear();
     clipped_.clear();
-    norm_scratch_.clear();
+    clip_scratch_ = Tensor();
     throw;
   }
   call_index_.resize(variables.size());
   effective_.resize(variables.size());
+  last_call_.assign(variables.size(), 0);
+  clip_list_.reserve(variables.size());
+  update_list_.reserve(variables.size());
   built_ = true;
 }
 
@@ -173,57 +178,60 @@ std::size_t Optimizer::index_of(const Variable* variable, std::size_t position) 
   return it->second;
 }
 
-double Optimizer::squared_norm(std::size_t index, const Tensor& gradient) {
-  const Device device = gradient.device();
-  backend::Backend& be = backend::get(device);
-  Tensor& squares = clipped_[index];
-  be.mul(gradient.data<float>(), gradient.data<float>(), squares.data<float>(), gradient.numel());
-  be.sum(squares.data<float>(), norm_scratch_[index].data<float>(), gradient.numel());
-  float host = 0.f;
-  copy_bytes(&host, Device::cpu(), norm_scratch_[index].raw_data(), device, sizeof(float));
-  return static_cast<double>(host);
+Device Optimizer::device_of(const std::vector<VariablePtr>& variables) const {
+  const Device device = variables.front()->value.device();
+  for (const VariablePtr& v : variables)
+    if (!(v->value.device() == device))
+      throw std::invalid_argument(type_ + ".apply_gradients: variable '" + v->path + "' is on " +
+                                  v->value.device().to_string() + " but '" + variables.front()->path + "' on " +
+                                  device.to_string() + "; one step updates the variables of one device");
+  return device;
 }
 
-void Optimizer::clip_gradients(const std::vector<Tensor>& gradients) {
-  const std::size_t n = gradients.size();
-  for (std::size_t k = 0; k < n; ++k) effective_[k] = gradients[k].defined() ? &gradients[k] : nullptr;
+void Optimizer::place_scratch(Device device) {
+  for (Tensor& t : clipped_)
+    if (!(t.device() == device)) t = Tensor(t.shape(), DType::float32, device);
+  if (clip_scratch_.defined() && !(clip_scratch_.device() == device))
+    clip_scratch_ = Tensor(clip_scratch_.shape(), DType::float32, device);
+}
 
-  // Writes scale * g into the variable's scratch and points the step at it (scale 1 keeps g itself).
-  const auto scale_into_scratch = [&](std::size_t k, double scale) {
-    if (!effective_[k] || scale == 1.0) return;
-    const Tensor& g = *effective_[k];
+void Optimizer::clip_gradients(const std::vector<Tensor>& gradients, Device device) {
+  for (std::size_t k = 0; k < gradients.size(); ++k) effective_[k] = gradients[k].defined() ? &gradients[k] : nullptr;
+  const std::optional<backend::GradientClip> clip = gradient_clip(base_);
+  if (!clip) return;
+  clip_list_.clear();
+  for (std::size_t k = 0; k < gradients.size(); ++k) {
+    if (!effective_[k]) continue;
     Tensor& out = clipped_[call_index_[k]];
-    backend::get(g.device()).axpby(static_cast<float>(scale), g.data<float>(), 0.f, out.data<float>(), g.numel());
+    clip_list_.push_back({effective_[k]->data<float>(), out.data<float>(), out.numel()});
     effective_[k] = &out;
-  };
-
-  if (base_.clipnorm) {
-    const double c = *base_.clipnorm;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (!effective_[k]) continue;
-      const double norm = std::sqrt(squared_norm(call_index_[k], *effective_[k]));
-      scale_into_scratch(k, c / std::max(norm, c));
-    }
-  } else if (base_.global_clipnorm) {
-    const double c = *base_.global_clipnorm;
-    double total = 0.0;
-    for (std::size_t k = 0; k < n; ++k)
-      if (effective_[k]) total += squared_norm(call_index_[k], *effective_[k]);
-    const double norm = std::sqrt(total);
-    // Keras: clip_norm * min(1 / norm, 1 / clip_norm), NaN when the norm is not finite.
-    const double scale = std::isfinite(norm) ? c * std::min(1.0 / norm, 1.0 / c) : std::nan("");
-    for (std::size_t k = 0; k < n; ++k) scale_into_scratch(k, scale);
-  } else if (base_.clipvalue) {
-    const float c = static_cast<float>(*base_.clipvalue);
-    for (std::size_t k = 0; k < n; ++k) {
-      if (!effective_[k]) continue;
-      const float* g = effective_[k]->data<float>();
-      Tensor& out = clipped_[call_index_[k]];
-      float* y = out.data<float>();
-      backend::cpu::elementwise(out.numel(), [=](Index i) { y[i] = g[i] < -c ? -c : (g[i] > c ? c : g[i]); });
-      effective_[k] = &out;
-    }
   }
+  float* scratch = clip_scratch_.defined() ? clip_scratch_.data<float>() : nullptr;
+  backend::get(device).clip_gradients(*clip, clip_list_, scratch);
+}
+
+void Optimizer::update_variables(const std::vector<VariablePtr>& variables, double lr, Device device) {
+  backend::OptimizerUpdate update{update_for(lr)};
+  if (base_.weight_decay) update.weight_decay = static_cast<float>(*base_.weight_decay * lr);
+  update_list_.clear();
+  for (std::size_t k = 0; k < variables.size(); ++k) {
+    if (!effective_[k]) continue;
+    backend::UpdateTensors t;
+    t.variable = variables[k]->value.data<float>();
+    t.gradient = effective_[k]->data<float>();
+    t.n = variables[k]->value.numel();
+    const auto& slots = slots_by_variable_[call_index_[k]];
+    for (std::size_t j = 0; j < slots.size(); ++j) {
+      Tensor& slot = slots[j].second->value;
+      if (!(slot.device() == device))
+        throw std::invalid_argument(type_ + ".apply_gradients: slot '" + slots[j].second->path + "' is on " +
+                                    slot.device().to_string() + " but its variable on " + device.to_string() +
+                                    "; move the slots (variables()) with the variables, as Model::to does");
+      t.slots[j] = slot.data<float>();
+    }
+    update_list_.push_back(t);
+  }
+  backend::get(device).apply_update(update, update_list_);
 }
 
 void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
@@ -233,22 +241,19 @@ void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const
     call_index_.resize(variables.size());
     effective_.resize(variables.size());
   }
-  for (std::size_t k = 0; k < variables.size(); ++k) call_index_[k] = index_of(variables[k].get(), k);
-
-  const double lr = learning_rate();
-  clip_gradients(gradients);
-
-  if (base_.weight_decay) {
-    const float decay = static_cast<float>(*base_.weight_decay * lr);
-    for (std::size_t k = 0; k < variables.size(); ++k) {
-      if (!effective_[k] || decay == 0.f) continue;
-      Tensor& v = variables[k]->value;
-      backend::get(v.device()).axpby(-decay, v.data<float>(), 1.f, v.data<float>(), v.numel());
-    }
+  ++calls_;
+  for (std::size_t k = 0; k < variables.size(); ++k) {
+    call_index_[k] = index_of(variables[k].get(), k);
+    // Each variable once, so the per-variable scratch is never asked for twice in a step.
+    if (std::exchange(last_call_[call_index_[k]], calls_) == calls_)
+      throw std::invalid_argument(type_ + ".apply_gradients: variable '" + variables[k]->path + "' is listed twice");
   }
 
-  for (std::size_t k = 0; k < variables.size(); ++k)
-    if (effective_[k]) update_step(call_index_[k], variables[k]->value, *effective_[k], lr);
+  const Device device = device_of(variables);
+  place_scratch(device);
+  const double lr = learning_rate();
+  clip_gradients(gradients, device);
+  update_variables(variables, lr, device);
   ++iterations_;
 }
 

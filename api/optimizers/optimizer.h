@@ -7,12 +7,15 @@
 //        clipvalue        each element is clamped to [-clipvalue, clipvalue];
 //      the caller's gradient tensors are never modified (clipped copies live in scratch made on the first step);
 //   2. decoupled weight decay: v -= v * weight_decay * lr (when weight_decay is set);
-//   3. the optimizer's own update_step for each variable, with lr = learning_rate at the current iteration;
+//   3. the optimizer's own update rule for each variable, with lr = learning_rate at the current iteration
+//      (2 and 3 run element by element in one pass);
 //   4. iterations += 1.
 // An undefined gradient means "no gradient": that variable is left alone (Keras filters None gradients).
 // Slot variables (momenta, ...) and scratch are created on the first call, on the variables' device, so later
-// steps allocate nothing. The update kernels run on CPU memory (the CUDA backend will provide fused updates);
-// SGD, weight decay and norm clipping go through the Backend and so run on any device it supports.
+// steps allocate nothing (the scratch follows the variables when they move, as with Model::to, which moves the
+// slots too). A step is at most two Backend calls over all its variables, Backend::clip_gradients and
+// Backend::apply_update (weight decay folded in): it runs on the variables' one device and reads nothing back to
+// the host, norms included.
 //
 // Each optimizer is a handle named after the Keras class, over an Impl deriving from Optimizer:
 //
@@ -31,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/backend/backend.h"
 #include "api/core/tensor.h"
 #include "api/io/config.h"
 #include "api/io/registry.h"
@@ -72,13 +76,14 @@ class Optimizer {
 
   // The Keras class name ("Adam").
   const std::string& type() const { return type_; }
-  // Throws std::invalid_argument when the lists differ in length, a variable is null, a gradient's shape or
-  // dtype differs from its variable's (naming the variable), no gradient is defined, or a variable was not in
-  // the first call's list (the optimizer builds its slots for exactly those).
+  // Throws std::invalid_argument when the lists differ in length, a variable is null or listed twice, a
+  // gradient's shape, dtype or device differs from its variable's (naming the variable), no gradient is defined,
+  // a variable was not in the first call's list (the optimizer builds its slots for exactly those), or the
+  // variables, or a variable and its slots, are on different devices.
   void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
   // Creates the slots and scratch for these variables (Keras' build(var_list)), as the first apply_gradients
   // does; a no-op once built. Lets a checkpoint restore slots before the first step. Throws
-  // std::invalid_argument for a null or repeated variable, or a device the optimizer cannot update.
+  // std::invalid_argument for a null or repeated variable.
   void build(const std::vector<VariablePtr>& variables);
 
   // The learning rate the next step will use.
@@ -100,11 +105,12 @@ class Optimizer {
   Config serialize() const;
 
  protected:
-  // Creates the slots for one variable (called once per variable, in order, on the first step).
+  // Creates the slots for one variable (called once per variable, in order, on the first step), in the order
+  // its update rule reads them (the step structs of backend/backend.h), which is also their checkpoint order.
   virtual void build_slots(const Variable& variable) { (void)variable; }
-  // One update of variable `index` (its position in the first call's list). `lr` is the current learning rate;
+  // The rule and scalars of the coming step, the same for every variable. `lr` is the current learning rate;
   // iterations() is the number of completed steps (0 during the first).
-  virtual void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) = 0;
+  virtual backend::OptimizerStep update_for(double lr) const = 0;
   // The optimizer's own arguments as an options config (base keys and learning_rate may be included; the
   // base class's current values replace them).
   virtual Config own_config() const = 0;
@@ -116,16 +122,18 @@ class Optimizer {
   Tensor& slot(std::size_t index, std::string_view name);
   // Throws std::invalid_argument("<type>: argument '<name>' must be <expected>, got <value>") unless ok.
   void check_argument(bool ok, const char* name, double value, const char* expected) const;
-  // Throws std::invalid_argument naming the variable unless it lives in CPU memory (for CPU-loop kernels).
-  void require_cpu(const Variable& variable) const;
 
  private:
   void check_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) const;
   std::size_t index_of(const Variable* variable, std::size_t position) const;
+  // The device of this call's variables; throws std::invalid_argument naming two that differ.
+  Device device_of(const std::vector<VariablePtr>& variables) const;
+  // Remakes the clipping scratch on `device` when the variables have moved there since it was made.
+  void place_scratch(Device device);
   // Fills effective_[k] with the gradient (or its clipped copy) for the k-th entry of this call.
-  void clip_gradients(const std::vector<Tensor>& gradients);
-  // Squared L2 norm of a gradient, through the Backend (norm_scratch_[index] holds the device-side result).
-  double squared_norm(std::size_t index, const Tensor& gradient);
+  void clip_gradients(const std::vector<Tensor>& gradients, Device device);
+  // One apply_update over the variables of this call that have a gradient.
+  void update_variables(const std::vector<VariablePtr>& variables, double lr, Device device);
 
   std::string type_;
   schedules::LearningRate learning_rate_;
@@ -137,10 +145,14 @@ class Optimizer {
   std::vector<VariablePtr> slots_;
   std::vector<std::vector<std::pair<std::string, VariablePtr>>> slots_by_variable_;
   // Per-step scratch, sized in build so steady-state steps allocate nothing.
-  std::vector<Tensor> clipped_;       // clipped gradients (only when a clipping option is set)
-  std::vector<Tensor> norm_scratch_;  // one float per variable on its device (clipnorm, global_clipnorm)
+  std::vector<Tensor> clipped_;  // clipped gradients (only when a clipping option is set)
+  Tensor clip_scratch_;          // squared norms and scales on the device (clipnorm, global_clipnorm)
   std::vector<std::size_t> call_index_;
+  std::uint64_t calls_ = 0;               // apply_gradients calls so far
+  std::vector<std::uint64_t> last_call_;  // per variable, the last call that listed it
   std::vector<const Tensor*> effective_;
+  std::vector<backend::ClipTensors> clip_list_;
+  std::vector<backend::UpdateTensors> update_list_;
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;

@@ -3,7 +3,6 @@
 //   momentum == 0:  v -= lr * g
 //   momentum > 0:   m = momentum * m - lr * g;  v += m                     (slot "momentum")
 //   nesterov:       m = momentum * m - lr * g;  v += momentum * m - lr * g
-// Runs through the Backend (axpby), so on any device it supports.
 #include "api/optimizers/optimizer.h"
 
 namespace tower::optimizers {
@@ -36,7 +35,7 @@ class SGDImpl : public Optimizer {
 
  protected:
   void build_slots(const Variable& variable) override;
-  void update_step(std::size_t index, Tensor& variable, const Tensor& gradient, double lr) override;
+  backend::OptimizerStep update_for(double lr) const override;
   Config own_config() const override { return options_to_config(options_); }
 
  private:

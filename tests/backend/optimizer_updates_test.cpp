@@ -1,7 +1,8 @@
 // The CPU backend's fused optimizer ops against naive scalar loops: apply_update for every rule and flag
 // combination (with and without weight decay), two steps over a list of odd-sized tensors, one of them large
 // enough for the threaded, vectorised path, compared bit for bit; clip_gradients for clipnorm, global_clipnorm
-// (including a non-finite norm) and clipvalue.
+// (including a non-finite norm) and clipvalue. Then whole apply_gradients steps of every optimizer with every
+// clipping option: after the first, a step allocates nothing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,12 +10,16 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "api/backend/backend.h"
+#include "api/core/allocator.h"
 #include "api/core/random.h"
+#include "api/optimizers/optimizers.h"
 #include "backend/optimizer_reference.h"
+#include "testing/layer_test.h"
 
 namespace tower::backend {
 namespace {
@@ -205,6 +210,37 @@ TEST(OptimizerUpdates, ClipvalueClampsElements) {
     for (float& x : want) x = std::clamp(x, -0.3f, 0.3f);
     expect_same_bits(out[k], want, "tensor " + std::to_string(k));
   }
+}
+
+// Every optimizer with every clipping option (and weight decay) over odd-sized variables: after the first step
+// builds the slots and scratch, whole apply_gradients steps allocate no tensor memory, so neither the clipping
+// norms nor anything else is staged through a host copy.
+TEST(OptimizerUpdates, WholeStepsAllocateNothingAfterTheFirst) {
+  Allocator& allocator = allocator_for(Device::cpu());
+  for (const std::string& type : optimizers::optimizer_types())
+    for (const char* option : {"", "clipnorm", "global_clipnorm", "clipvalue", "weight_decay"}) {
+      SCOPED_TRACE(type + " " + option);
+      Config config = Config::map();
+      if (*option) config.set(option, 0.5);
+      Config c = Config::map();
+      c.set("class_name", type);
+      c.set("config", config);
+      const optimizers::OptimizerPtr opt = optimizers::optimizer_from_config(c);
+      std::vector<VariablePtr> variables;
+      std::vector<Tensor> gradients;
+      for (const Index n : {1, 7, 33, 1001}) {
+        auto v = std::make_shared<Variable>();
+        v->name = v->path = "v" + std::to_string(n);
+        v->value = tower::testing::random_tensor({n}, 30 + static_cast<std::uint64_t>(n));
+        variables.push_back(v);
+        gradients.push_back(tower::testing::random_tensor({n}, 40 + static_cast<std::uint64_t>(n)));
+      }
+      opt->apply_gradients(variables, gradients);
+      const std::uint64_t after_first = allocator.stats().allocations;
+      for (int step = 0; step < 3; ++step) opt->apply_gradients(variables, gradients);
+      EXPECT_EQ(allocator.stats().allocations, after_first);
+      EXPECT_EQ(opt->iterations(), 4);
+    }
 }
 
 }  // namespace

@@ -89,6 +89,20 @@ TEST(Optimizer, UnknownVariableAfterTheFirstStep) {
   EXPECT_EQ(opt->iterations(), 2);
 }
 
+TEST(Optimizer, RejectsAVariableListedTwiceInALaterStep) {
+  auto p = make_problem(2);
+  const OptimizerPtr opt = Adam({.clipnorm = 0.5});
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  const std::vector<float> kernel = p.variables[0]->value.to_vector();
+  const std::string msg = message_of(
+      [&] { opt->apply_gradients({p.variables[0], p.variables[0]}, {p.gradients[1][0], p.gradients[1][0]}); });
+  EXPECT_TRUE(contains(msg, "'w/kernel' is listed twice")) << msg;
+  expect_near(p.variables[0]->value, kernel, 0.f, 0.f, "kernel");
+  EXPECT_EQ(opt->iterations(), 1);
+  opt->apply_gradients(p.variables, p.gradients[1]);
+  EXPECT_EQ(opt->iterations(), 2);
+}
+
 TEST(Optimizer, UndefinedGradientLeavesItsVariableAlone) {
   auto p = make_problem(1);
   const std::vector<float> bias_before = p.variables[1]->value.to_vector();
