@@ -2,7 +2,7 @@
 // combination (with and without weight decay), two steps over a list of odd-sized tensors, one of them large
 // enough for the threaded, vectorised path, compared bit for bit; clip_gradients for clipnorm, global_clipnorm
 // (including a non-finite norm) and clipvalue. Then whole apply_gradients steps of every optimizer with every
-// clipping option: after the first, a step allocates nothing.
+// clipping option: after the first, a step allocates nothing. On a GPU (*_CUDA), the CUDA backend against the CPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +16,9 @@
 
 #include "api/backend/backend.h"
 #include "api/core/allocator.h"
+#include "api/core/device.h"
 #include "api/core/random.h"
+#include "api/core/tensor.h"
 #include "api/optimizers/optimizers.h"
 #include "backend/optimizer_reference.h"
 #include "testing/layer_test.h"
@@ -241,6 +243,79 @@ TEST(OptimizerUpdates, WholeStepsAllocateNothingAfterTheFirst) {
       EXPECT_EQ(allocator.stats().allocations, after_first);
       EXPECT_EQ(opt->iterations(), 4);
     }
+}
+
+// |got - want| <= 1e-6 + 1e-5 |want| for every element: the GPU contracts multiply-adds into FMAs, so it rounds a
+// little differently from the CPU.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= 1e-6f + 1e-5f * std::fabs(want[i])) && ++bad <= 3)
+      ADD_FAILURE() << what << "[" << i << "]: " << got[i] << ", expected " << want[i];
+  EXPECT_EQ(bad, 0) << what;
+}
+
+// Two apply_update steps of `c` on `device`, the arrays of t copied there and the results back.
+void run_update_on(Device device, const UpdateCase& c, Tensors& t) {
+  const auto on_device = [&](const std::vector<float>& v) {
+    return Tensor::from_vector(v, {static_cast<Index>(v.size())}).to(device);
+  };
+  std::vector<Tensor> variables, gradients;
+  std::vector<std::array<Tensor, 3>> slots(t.variables.size());
+  std::vector<UpdateTensors> list;
+  for (std::size_t k = 0; k < t.variables.size(); ++k) {
+    variables.push_back(on_device(t.variables[k]));
+    gradients.push_back(on_device(t.gradients[k]));
+    UpdateTensors u{variables[k].data<float>(), gradients[k].data<float>(), {}, variables[k].numel()};
+    for (int j = 0; j < c.slots; ++j) {
+      slots[k][j] = on_device(t.slots[k][j]);
+      u.slots[j] = slots[k][j].data<float>();
+    }
+    list.push_back(u);
+  }
+  for (int step = 0; step < 2; ++step) get(device).apply_update(c.update, list);
+  for (std::size_t k = 0; k < t.variables.size(); ++k) {
+    t.variables[k] = variables[k].to_vector();
+    for (int j = 0; j < c.slots; ++j) t.slots[k][j] = slots[k][j].to_vector();
+  }
+}
+
+TEST(OptimizerUpdates, GpuUpdatesMatchTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  for (const UpdateCase& c : update_cases()) {
+    SCOPED_TRACE(c.name);
+    Tensors gpu(c.slots, 5), cpu(c.slots, 5);
+    run_update_on(Device::cuda(0), c, gpu);
+    run_update_on(Device::cpu(), c, cpu);
+    for (std::size_t k = 0; k < kSizes.size(); ++k) {
+      expect_close(gpu.variables[k], cpu.variables[k], "tensor " + std::to_string(k) + " variable");
+      for (int j = 0; j < c.slots; ++j)
+        expect_close(gpu.slots[k][j], cpu.slots[k][j], "tensor " + std::to_string(k) + " slot " + std::to_string(j));
+    }
+  }
+}
+
+TEST(OptimizerUpdates, GpuClippingMatchesTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  const Device gpu = Device::cuda(0);
+  const auto gradients = clip_gradients_problem();
+  for (const GradientClip& c : {GradientClip{ClipKind::norm, 1.0}, GradientClip{ClipKind::global_norm, 2.0},
+                                GradientClip{ClipKind::global_norm, 1e3}, GradientClip{ClipKind::value, 0.3}}) {
+    SCOPED_TRACE(static_cast<int>(c.kind));
+    const auto want = clip(c, gradients);
+    std::vector<Tensor> in, out;
+    std::vector<ClipTensors> list;
+    for (const std::vector<float>& g : gradients) {
+      const Index n = static_cast<Index>(g.size());
+      in.push_back(Tensor::from_vector(g, {n}).to(gpu));
+      out.emplace_back(Shape{n}, DType::float32, gpu);
+    }
+    for (std::size_t k = 0; k < in.size(); ++k) list.push_back({in[k].data<float>(), out[k].data<float>(), in[k].numel()});
+    Tensor scratch(Shape{clip_scratch_floats(static_cast<Index>(list.size()))}, DType::float32, gpu);
+    get(gpu).clip_gradients(c, list, scratch.data<float>());
+    for (std::size_t k = 0; k < out.size(); ++k) expect_close(out[k].to_vector(), want[k], "tensor " + std::to_string(k));
+  }
 }
 
 }  // namespace
