@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/core/device.h"
+#include "api/core/dtype.h"
 #include "api/core/shape.h"
 
 namespace tower::backend {
@@ -192,6 +193,85 @@ struct ClipTensors {
 // global scale.
 inline Index clip_scratch_floats(Index count) { return count + 1; }
 
+
+// ---- losses and metrics ------------------------------------------------------------------------------------
+// Values of any dtype (float32, int32, int64, uint8) in device memory, which the loss and metric ops read as double:
+// labels, sample weights, predictions compared for equality. data == nullptr means "absent" where an op allows it.
+struct AnyValues {
+  const void* data = nullptr;
+  DType dtype = DType::float32;
+};
+
+enum class LossKind { mean_squared_error, mean_absolute_error, huber, kl_divergence, binary_crossentropy,
+                      categorical_crossentropy, sparse_categorical_crossentropy };
+
+// One of Keras' losses, with the formulas, clipping and gradients that api/losses/<loss>.h documents. The
+// sparse kind reads one class index per row of y_pred; the others read y_true of y_pred's size.
+struct LossParams {
+  LossKind kind = LossKind::mean_squared_error;
+  bool from_logits = false;    // the crossentropies
+  double label_smoothing = 0;  // binary and categorical crossentropy: the float32 value Keras computes with
+  double delta = 1;            // huber: the float32 value
+};
+
+// Per-example weights of a batch of `examples` (the training loop's sample_weight times class_weight):
+// w[e] = (sample_weight ? sample_weight[e] : 1) * (the weight of class_ids[k] == class of example e, 1 when no k
+// matches). The class of example e is labels[e * label_size] for integer labels, and for float32 labels the
+// rounded value when label_size == 1, else the first index of the row's largest value (a one-hot row).
+struct ExampleWeightParams {
+  Index examples = 0;
+  AnyValues sample_weight;  // [examples], or absent
+  AnyValues labels;         // [examples, label_size]; read only with class weights
+  Index label_size = 1;
+  const std::int64_t* class_ids = nullptr;  // [num_classes_weighted], device memory
+  const double* class_weights = nullptr;    // [num_classes_weighted], device memory
+  Index num_classes_weighted = 0;           // 0: no class weights
+};
+
+// A metric that averages a value per position of each example (Keras' MeanMetricWrapper and Mean). The batch has
+// `examples` examples of positions / examples positions each. A position's value:
+//   values                             y_pred[q] (y_true is not read)
+//   accuracy                           y_true[q] == y_pred[q]
+//   binary_accuracy                    y_true[q] == (y_pred[q] > threshold ? 1 : 0)
+//   categorical_accuracy               argmax of row q of y_true == argmax of row q of y_pred
+//   sparse_categorical_accuracy        y_true[q] == argmax of row q of y_pred
+//   top_k_categorical_accuracy         in_top_k(row q of y_pred, argmax of row q of y_true, k)
+//   sparse_top_k_categorical_accuracy  in_top_k(row q of y_pred, y_true[q], k)
+// where rows have `classes` values, argmax takes the first of equal maxima, in_top_k(row, c, k) is true when fewer
+// than k values of the row exceed row[c] and all are finite, and a sparse label that is not a class index is a miss.
+struct MeanMetricParams {
+  enum class Kind { values, accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
+                    top_k_categorical_accuracy, sparse_top_k_categorical_accuracy };
+  Kind kind = Kind::values;
+  Index examples = 0, positions = 0;
+  Index classes = 1;
+  float threshold = 0.5f;
+  int k = 5;
+  bool weight_per_position = false;  // sample_weight has one weight per position instead of one per example
+};
+
+// Precision's and Recall's weighted decisions on y_pred [rows, classes] against binary y_true of its size (positive
+// where non-zero): an element is predicted positive where its score exceeds `threshold`, its score being y_pred as
+// float32, or -1e10 when top_k > 0 and it is not among the top_k of its row (equal scores: the lower index first).
+// With class_id >= 0 only that column counts. Weights: one per example of `examples`, or one per element.
+struct ThresholdCountParams {
+  Index rows = 0, classes = 1, examples = 0;
+  bool weight_per_element = false;
+  float threshold = 0.5f;
+  int top_k = 0;
+  int class_id = -1;
+};
+
+// AUC's confusion counts at num_thresholds thresholds evenly spaced in [0, 1] on n scores (y_pred as float32, after
+// a sigmoid with from_logits, clipped to [0, 1]) against binary y_true: a score s is above threshold i exactly when
+// i <= max(ceil(s (num_thresholds - 1)) - 1, 0), computed in float32. Weights as ThresholdCountParams.
+struct AucParams {
+  Index n = 0, examples = 0;
+  bool weight_per_element = false;
+  int num_thresholds = 200;
+  bool from_logits = false;
+};
+
 // ---- the backend ----------------------------------------------------------------------------------------------
 class Backend {
  public:
@@ -273,6 +353,49 @@ class Backend {
   // this device, contents unspecified afterwards), and the scaling reads them there: nothing is read back. With
   // ClipKind::value no scratch is touched.
   virtual void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) = 0;
+
+  // ---- losses and metrics ----------------------------------------------------------------------------------
+  // Every pointer is memory of this backend's device; sums are kept in double, accumulators are doubles there.
+  // y_pred is [rows, cols] (a per-example loss reduces each row); y_true is [rows] class indices for the sparse
+  // kind and [rows, cols] otherwise.
+  //   loss_forward                   per_example[r] = the loss of row r
+  //   loss_backward                  grad = d(sum_r scale[r] per_example[r]) / d y_pred
+  //   loss_backward_through_softmax  the same with respect to the logits of probs = softmax(logits):
+  //                                  scale[r] (probs * sum_j t_j - t) (categorical and sparse crossentropy only)
+  // A sparse label that is not a class index gives its row a NaN loss and NaN gradient (find_invalid_class finds
+  // one).
+  virtual void loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
+                            Index rows, Index cols) = 0;
+  virtual void loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
+                             float* grad, Index rows, Index cols) = 0;
+  virtual void loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
+                                             const float* scale, float* grad_logits, Index rows, Index cols) = 0;
+  // *first = the smallest i < n whose label is not a whole number in [0, classes), or n when every one is.
+  virtual void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) = 0;
+  // weights[e] for every example, as ExampleWeightParams defines.
+  virtual void example_weights(const ExampleWeightParams& p, double* weights) = 0;
+  // scale[i] = float(k * weights[i / per]) for i < n: the loss gradient's scale for n values, per per example.
+  virtual void loss_scale(const double* weights, Index n, Index per, double k, float* scale) = 0;
+  // *total += (sum over i < n of weights[i / per] * x[i]) * factor; weights == nullptr weighs every value 1.
+  virtual void accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
+                                       double* total) = 0;
+  // *total += factor * (l1 * sum |w| + l2 * sum w^2): a weight regularizer's penalty.
+  virtual void accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) = 0;
+  // grad += float(l1) * sign(w) + float(2 * l2) * w: the penalty's gradient.
+  virtual void add_penalty_gradient(const float* w, float* grad, Index n, double l1, double l2) = 0;
+  // state[0] += sum over examples of the mean over its positions of value * weight, state[1] += sum over examples
+  // of the mean of the weights (1 per example without sample_weight).
+  virtual void update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred,
+                                  AnyValues sample_weight, double* state) = 0;
+  // state[0..2] += the weighted true positives, false positives and false negatives of the batch.
+  virtual void update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
+                                       AnyValues sample_weight, double* state) = 0;
+  // state [tp | fp | tn | fn], num_thresholds each: += the batch's weighted counts at each threshold.
+  virtual void update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                          double* state) = 0;
+  // y[i] += x[i] (merging metric states); y[i] += value.
+  virtual void add_doubles(const double* x, double* y, Index n) = 0;
+  virtual void add_to_doubles(double* y, Index n, double value) = 0;
 };
 
 // The backend for a device; throws std::invalid_argument if this build has none for it.

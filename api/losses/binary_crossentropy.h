@@ -21,7 +21,7 @@ struct BinaryCrossentropyOptions {
   }
 };
 
-class BinaryCrossentropyImpl final : public detail::ElementwiseLoss {
+class BinaryCrossentropyImpl final : public detail::BackendLoss {
  public:
   using Options = BinaryCrossentropyOptions;
   // Throws std::invalid_argument unless 0 <= label_smoothing <= 1.
@@ -32,13 +32,10 @@ class BinaryCrossentropyImpl final : public detail::ElementwiseLoss {
   Config get_config() const override;
 
  protected:
-  double value(double t, double p) const override;
-  double derivative(double t, double p) const override;
+  backend::LossParams params() const override;
 
  private:
-  double smooth(double t) const { return t * (1.0 - smoothing_) + 0.5 * smoothing_; }
   Options options_;
-  double smoothing_;  // label_smoothing as the float32 Keras computes with
 };
 
 class BinaryCrossentropy : public LossHolder<BinaryCrossentropyImpl> {

@@ -27,7 +27,7 @@ struct CategoricalCrossentropyOptions {
   }
 };
 
-class CategoricalCrossentropyImpl final : public Loss {
+class CategoricalCrossentropyImpl final : public detail::BackendLoss {
  public:
   using Options = CategoricalCrossentropyOptions;
   // Throws std::invalid_argument unless 0 <= label_smoothing <= 1.
@@ -39,17 +39,14 @@ class CategoricalCrossentropyImpl final : public Loss {
   // Requires y_pred of rank >= 2 and y_true of y_pred's shape.
   Shape per_example_shape(const Shape& y_pred) const override;
   void check_shapes(const Shape& y_true, const Shape& y_pred) const override;
-  void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) override;
-  void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) override;
+  // backward_through_softmax requires can_fuse_softmax(); throws std::logic_error otherwise.
   bool can_fuse_softmax() const override { return !options_.from_logits; }
-  // Requires can_fuse_softmax(); throws std::logic_error otherwise.
-  void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
-                                Tensor& grad_logits) override;
   Config get_config() const override;
 
+ protected:
+  backend::LossParams params() const override;
+
  private:
-  enum class Mode { forward, backward, fused };
-  void run(Mode mode, const Tensor& y_true, const Tensor& y_pred, const Tensor* scale, Tensor& out);
   Options options_;
 };
 

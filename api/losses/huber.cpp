@@ -1,6 +1,5 @@
 #include "api/losses/huber.h"
 
-#include <cmath>
 #include <stdexcept>
 
 namespace tower::losses {
@@ -9,7 +8,7 @@ namespace {
 const Config::Map kFixed = {{"reduction", "sum_over_batch_size"}};
 }  // namespace
 
-HuberImpl::HuberImpl(Options options) : ElementwiseLoss("Huber", options.name), options_(std::move(options)) {
+HuberImpl::HuberImpl(Options options) : BackendLoss("Huber", options.name), options_(std::move(options)) {
   if (!(options_.delta >= 0))
     throw std::invalid_argument(name() + ": delta must be >= 0, got " + std::to_string(options_.delta));
 }
@@ -23,15 +22,8 @@ Config HuberImpl::get_config() const {
 }
 
 // Keras computes delta in y_pred's dtype, so the band edge is float32(delta).
-double HuberImpl::value(double t, double p) const {
-  const double e = p - t, delta = static_cast<float>(options_.delta);
-  return std::abs(e) <= delta ? 0.5 * e * e : delta * std::abs(e) - 0.5 * delta * delta;
-}
-
-double HuberImpl::derivative(double t, double p) const {
-  const double e = p - t, delta = static_cast<float>(options_.delta);
-  if (std::abs(e) <= delta) return e;
-  return e > 0 ? delta : -delta;
+backend::LossParams HuberImpl::params() const {
+  return {.kind = backend::LossKind::huber, .delta = static_cast<float>(options_.delta)};
 }
 
 }  // namespace tower::losses

@@ -15,7 +15,7 @@ struct HuberOptions {
   }
 };
 
-class HuberImpl final : public detail::ElementwiseLoss {
+class HuberImpl final : public detail::BackendLoss {
  public:
   using Options = HuberOptions;
   // Throws std::invalid_argument if delta < 0.
@@ -27,8 +27,7 @@ class HuberImpl final : public detail::ElementwiseLoss {
   Config get_config() const override;
 
  protected:
-  double value(double t, double p) const override;
-  double derivative(double t, double p) const override;
+  backend::LossParams params() const override;
 
  private:
   Options options_;

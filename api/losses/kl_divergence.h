@@ -12,7 +12,7 @@ struct KLDivergenceOptions {
   template <class V> void visit(V&& v) { v("name", name); }
 };
 
-class KLDivergenceImpl final : public detail::ElementwiseLoss {
+class KLDivergenceImpl final : public detail::BackendLoss {
  public:
   using Options = KLDivergenceOptions;
   explicit KLDivergenceImpl(Options options = {});
@@ -22,9 +22,7 @@ class KLDivergenceImpl final : public detail::ElementwiseLoss {
   Config get_config() const override;
 
  protected:
-  bool averages_last_axis() const override { return false; }
-  double value(double t, double p) const override;
-  double derivative(double t, double p) const override;
+  backend::LossParams params() const override { return {.kind = backend::LossKind::kl_divergence}; }
 
  private:
   Options options_;

@@ -4,8 +4,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "api/losses/losses.h"
+#include "api/backend/math/losses.h"
 #include "api/engine/layer_options.h"
+#include "api/losses/losses.h"
 
 namespace tower::losses {
 
@@ -69,25 +70,24 @@ LossPtr loss_from_config(const Config& c) { return registry().from_config(c); }
 
 namespace detail {
 
-HostValues::HostValues(const Tensor& host) : data_(host.raw_data()), dtype_(host.dtype()) {
-  if (!host.device().is_cpu()) throw std::logic_error("HostValues of a tensor on " + host.device().to_string());
+backend::AnyValues any_values(const Tensor& t) {
+  if (!t.defined()) return {};
+  return {t.raw_data(), t.dtype()};
 }
 
-std::vector<Index> sparse_labels(const Tensor& y_true, Index num_classes, const std::string& who) {
-  if (y_true.dtype() != DType::float32 && y_true.dtype() != DType::int32 && y_true.dtype() != DType::int64)
-    throw std::invalid_argument(who + ": labels must be int32, int64 or float32, got " + dtype_name(y_true.dtype()));
-  const Tensor host = y_true.to(Device::cpu());
-  const HostValues values(host);
-  std::vector<Index> labels(static_cast<std::size_t>(host.numel()));
-  for (Index i = 0; i < host.numel(); ++i) {
-    const double v = values[i];
-    if (!(v >= 0 && v < static_cast<double>(num_classes) && v == std::floor(v)))
-      throw std::invalid_argument(who + ": label " + format_number(v) + " at index " + std::to_string(i) +
-                                  " is not a class index in [0, " + std::to_string(num_classes) + ") for " +
-                                  std::to_string(num_classes) + " classes");
-    labels[static_cast<std::size_t>(i)] = static_cast<Index>(v);
-  }
-  return labels;
+void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who) {
+  if (labels.dtype() != DType::float32 && labels.dtype() != DType::int32 && labels.dtype() != DType::int64)
+    throw std::invalid_argument(who + ": labels must be int32, int64 or float32, got " + dtype_name(labels.dtype()));
+  // On a GPU the check would stop the step to read the labels back; there a bad label gives NaN instead.
+  if (!labels.device().is_cpu()) return;
+  std::int64_t first = 0;
+  const backend::AnyValues values = any_values(labels);
+  backend::get(labels.device()).find_invalid_class(values, labels.numel(), num_classes, &first);
+  if (first == labels.numel()) return;
+  const double v = backend::math::value_at(values, first);
+  throw std::invalid_argument(who + ": label " + format_number(v) + " at index " + std::to_string(first) +
+                              " is not a class index in [0, " + std::to_string(num_classes) + ") for " +
+                              std::to_string(num_classes) + " classes");
 }
 
 bool same_up_to_trailing_one(const Shape& a, const Shape& b) {
@@ -139,10 +139,10 @@ void require_numel(const Tensor& t, Index numel, const std::string& who, const s
                                 (t.defined() ? t.shape().to_string() : std::string("an undefined tensor")));
 }
 
-HostOutput::HostOutput(Tensor& dst) : dst_(dst), host_(dst.device().is_cpu() ? dst : Tensor(dst.shape())) {}
-
-void HostOutput::commit() {
-  if (!host_.same_storage(dst_)) dst_.copy_from(host_);
+void require_device(const Tensor& t, Device device, const std::string& who, const std::string& what) {
+  if (t.device() != device)
+    throw std::invalid_argument(who + ": " + what + " is on " + t.device().to_string() + ", expected " +
+                                device.to_string() + " with y_pred");
 }
 
 Config without_fixed_arguments(const Config& args, const Config::Map& fixed, const std::string& what) {
@@ -176,48 +176,54 @@ Config serialize(const std::string& type, const Config& arguments, const Config:
   return out;
 }
 
-void ElementwiseLoss::forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) {
+Tensor BackendLoss::labels_for(const Tensor& y_true, const Tensor& y_pred, Index& rows, Index& cols) const {
   check_shapes(y_true.shape(), y_pred.shape());
   require_float32(y_pred, name(), "y_pred");
-  require_float32(per_example, name(), "per_example");
-  const Index rows = per_example_shape(y_pred.shape()).numel();
-  const Index cols = y_pred.numel() / std::max<Index>(rows, 1);
-  require_numel(per_example, rows, name(), "per_example");
-  const Tensor yt = y_true.to(Device::cpu()), yp = y_pred.to(Device::cpu());
-  const HostValues t(yt);
-  const float* p = yp.data<float>();
-  HostOutput out(per_example);
-  float* l = out.data();
-  const double divisor = averages_last_axis() ? static_cast<double>(cols) : 1.0;
-  for (Index r = 0; r < rows; ++r) {
-    double sum = 0;
-    for (Index j = r * cols; j < (r + 1) * cols; ++j) sum += value(t[j], p[j]);
-    l[r] = static_cast<float>(sum / divisor);
-  }
-  out.commit();
+  rows = per_example_shape(y_pred.shape()).numel();
+  cols = y_pred.numel() / std::max<Index>(rows, 1);
+  Tensor labels = y_true.to(y_pred.device());
+  if (params().kind == backend::LossKind::sparse_categorical_crossentropy) check_class_labels(labels, cols, name());
+  return labels;
 }
 
-void ElementwiseLoss::backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) {
-  check_shapes(y_true.shape(), y_pred.shape());
-  require_float32(y_pred, name(), "y_pred");
-  require_float32(scale, name(), "scale");
-  require_float32(grad, name(), "grad");
-  const Index rows = per_example_shape(y_pred.shape()).numel();
-  const Index cols = y_pred.numel() / std::max<Index>(rows, 1);
-  require_numel(scale, rows, name(), "scale");
-  require_numel(grad, y_pred.numel(), name(), "grad");
-  const Tensor yt = y_true.to(Device::cpu()), yp = y_pred.to(Device::cpu()), s = scale.to(Device::cpu());
-  const HostValues t(yt);
-  const float* p = yp.data<float>();
-  const float* sc = s.data<float>();
-  HostOutput out(grad);
-  float* g = out.data();
-  const double divisor = averages_last_axis() ? static_cast<double>(cols) : 1.0;
-  for (Index r = 0; r < rows; ++r) {
-    const double f = sc[r] / divisor;
-    for (Index j = r * cols; j < (r + 1) * cols; ++j) g[j] = static_cast<float>(f * derivative(t[j], p[j]));
-  }
-  out.commit();
+namespace {
+// A float32 tensor of numel elements on y_pred's device, else std::invalid_argument naming `what`.
+void require_operand(const Tensor& t, Index numel, const Tensor& y_pred, const std::string& who,
+                     const std::string& what) {
+  require_float32(t, who, what);
+  require_numel(t, numel, who, what);
+  require_device(t, y_pred.device(), who, what);
+}
+}  // namespace
+
+void BackendLoss::forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) {
+  Index rows = 0, cols = 0;
+  const Tensor labels = labels_for(y_true, y_pred, rows, cols);
+  require_operand(per_example, rows, y_pred, name(), "per_example");
+  backend::get(y_pred.device())
+      .loss_forward(params(), any_values(labels), y_pred.data<float>(), per_example.data<float>(), rows, cols);
+}
+
+void BackendLoss::backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) {
+  Index rows = 0, cols = 0;
+  const Tensor labels = labels_for(y_true, y_pred, rows, cols);
+  require_operand(scale, rows, y_pred, name(), "scale");
+  require_operand(grad, y_pred.numel(), y_pred, name(), "grad");
+  backend::get(y_pred.device())
+      .loss_backward(params(), any_values(labels), y_pred.data<float>(), scale.data<float>(), grad.data<float>(), rows,
+                     cols);
+}
+
+void BackendLoss::backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
+                                           Tensor& grad_logits) {
+  if (!can_fuse_softmax()) Loss::backward_through_softmax(y_true, probs, scale, grad_logits);
+  Index rows = 0, cols = 0;
+  const Tensor labels = labels_for(y_true, probs, rows, cols);
+  require_operand(scale, rows, probs, name(), "scale");
+  require_operand(grad_logits, probs.numel(), probs, name(), "grad");
+  backend::get(probs.device())
+      .loss_backward_through_softmax(params(), any_values(labels), probs.data<float>(), scale.data<float>(),
+                                     grad_logits.data<float>(), rows, cols);
 }
 
 }  // namespace detail

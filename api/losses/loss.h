@@ -10,14 +10,20 @@
 // squeeze-or-expand rule also accepts a trailing axis of 1 on either side ([N] against [N, 1]). A rank-1
 // y_pred [N] is N examples of one value. Bad labels and shapes throw std::invalid_argument naming them.
 //
-// Tensors: float32 y_pred, per_example, scale and grad. The computations run on the host: CPU tensors are
-// used in place, tensors on another device are copied to the host and the results copied back.
+// Tensors: float32 y_pred, per_example, scale and grad, the last three on y_pred's device (std::invalid_argument
+// otherwise). The backend of y_pred's device computes (backend.h, "losses and metrics"); y_true is read there,
+// copied there first when it lives elsewhere (the training loop stages it once per batch).
+//
+// Sparse labels are checked where they are read on the host: on the CPU a bad one throws std::invalid_argument.
+// A GPU does not stop the step to read them back: there a bad label makes its example's loss and gradient NaN,
+// as TensorFlow's GPU kernels do, which TerminateOnNaN and the logs show.
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "api/backend/backend.h"
 #include "api/core/tensor.h"
 #include "api/io/config.h"
 #include "api/io/registry.h"
@@ -93,50 +99,32 @@ class LossHolder {
 
 namespace detail {
 
-// The losses that reduce an elementwise term over the last axis of y_pred (Keras' mean(..., axis=-1), or a sum
-// for kl_divergence): each overrides value(t, p) and derivative(t, p) = d value / d p for one element, t the
-// label and p the prediction. y_true and y_pred as check_shapes accepts them.
-class ElementwiseLoss : public Loss {
+// A loss that a backend op computes (backend::LossParams): forward, backward and, where can_fuse_softmax(), the
+// fused softmax gradient, on y_pred's device, with the shapes, dtypes and devices checked first. y_pred is taken
+// as [rows, cols], rows = per_example_shape(y_pred).numel().
+class BackendLoss : public Loss {
  public:
   using Loss::Loss;
   void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) final;
   void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) final;
+  void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
+                                Tensor& grad_logits) final;
 
  protected:
-  // True: per_example is the mean of the terms over the last axis; false: their sum.
-  virtual bool averages_last_axis() const { return true; }
-  virtual double value(double t, double p) const = 0;
-  virtual double derivative(double t, double p) const = 0;
-};
-
-// Keras' backend.epsilon(): probabilities are clipped to [kEpsilon, 1 - kEpsilon] (float32 values) before a log.
-inline constexpr float kEpsilon = 1e-7f;
-inline constexpr float kOneMinusEpsilon = 1.0f - kEpsilon;
-
-// Read access to a host tensor of float32, int32, int64 or uint8 values as double (Keras casts y_true to y_pred's
-// dtype). Requires a CPU tensor.
-class HostValues {
- public:
-  explicit HostValues(const Tensor& host);
-  double operator[](Index i) const {
-    switch (dtype_) {
-      case DType::float32: return static_cast<const float*>(data_)[i];
-      case DType::int32: return static_cast<const std::int32_t*>(data_)[i];
-      case DType::int64: return static_cast<double>(static_cast<const std::int64_t*>(data_)[i]);
-      case DType::uint8: return static_cast<const std::uint8_t*>(data_)[i];
-    }
-    return 0;
-  }
+  virtual backend::LossParams params() const = 0;
 
  private:
-  const void* data_;
-  DType dtype_;
+  // y_true on y_pred's device, sparse labels checked; rows and cols of y_pred.
+  Tensor labels_for(const Tensor& y_true, const Tensor& y_pred, Index& rows, Index& cols) const;
 };
 
-// Class indices from sparse labels (int32, int64 or whole-number float32, on any device). Throws
-// std::invalid_argument naming `who`, the label value, its flat index and the class count for a negative,
-// out-of-range or non-integer label.
-std::vector<Index> sparse_labels(const Tensor& y_true, Index num_classes, const std::string& who);
+// A tensor's memory as a backend op reads it (absent for an undefined tensor).
+backend::AnyValues any_values(const Tensor& t);
+
+// Sparse labels (int32, int64 or whole-number float32) for num_classes classes. Throws std::invalid_argument naming
+// `who` for another dtype and, for labels on the CPU, for the first negative, out-of-range or non-integer label
+// (its value, flat index and the class count). Labels on a GPU are not read back (see above).
+void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who);
 
 // y_true fits y_pred as Keras' squeeze_or_expand_to_same_rank lets it: equal shapes, or equal up to one trailing
 // axis of 1 on either side. Unknown dimensions (-1) match any.
@@ -154,19 +142,8 @@ void check_sparse_shapes(const std::string& who, const Shape& y_true, const Shap
 void require_float32(const Tensor& t, const std::string& who, const std::string& what);
 // Throws std::invalid_argument when t does not have `numel` elements, naming who, what and both counts.
 void require_numel(const Tensor& t, Index numel, const std::string& who, const std::string& what);
-
-// A host tensor to write results into: `dst` itself on the CPU, else a host tensor of its shape; commit()
-// copies it back to `dst` when they differ.
-class HostOutput {
- public:
-  explicit HostOutput(Tensor& dst);
-  float* data() const { return host_.data<float>(); }
-  void commit();
-
- private:
-  Tensor& dst_;
-  Tensor host_;
-};
+// Throws std::invalid_argument unless t is on `device`, naming who, what and both devices.
+void require_device(const Tensor& t, Device device, const std::string& who, const std::string& what);
 
 // Arguments Keras serialises that Tower takes only at one value (the training loop owns the reduction; the class
 // axis is the last). Each key of `fixed` present in `args` must hold its value, else ConfigError naming `what`,

@@ -1,7 +1,5 @@
 #include "api/losses/mean_absolute_error.h"
 
-#include <cmath>
-
 namespace tower::losses {
 
 namespace {
@@ -9,7 +7,7 @@ const Config::Map kFixed = {{"reduction", "sum_over_batch_size"}};
 }  // namespace
 
 MeanAbsoluteErrorImpl::MeanAbsoluteErrorImpl(Options options)
-    : ElementwiseLoss("MeanAbsoluteError", options.name), options_(std::move(options)) {}
+    : BackendLoss("MeanAbsoluteError", options.name), options_(std::move(options)) {}
 
 LossPtr MeanAbsoluteErrorImpl::from_config(const Config& arguments) {
   return detail::make_from_arguments<MeanAbsoluteErrorImpl>(arguments, kFixed, "MeanAbsoluteError");
@@ -18,11 +16,5 @@ LossPtr MeanAbsoluteErrorImpl::from_config(const Config& arguments) {
 Config MeanAbsoluteErrorImpl::get_config() const {
   return detail::serialize(type(), options_to_config(options_), kFixed);
 }
-
-double MeanAbsoluteErrorImpl::value(double t, double p) const {
-  return std::abs(p - t);
-}
-
-double MeanAbsoluteErrorImpl::derivative(double t, double p) const { return p > t ? 1.0 : (p < t ? -1.0 : 0.0); }
 
 }  // namespace tower::losses

@@ -11,7 +11,7 @@ struct MeanAbsoluteErrorOptions {
   template <class V> void visit(V&& v) { v("name", name); }
 };
 
-class MeanAbsoluteErrorImpl final : public detail::ElementwiseLoss {
+class MeanAbsoluteErrorImpl final : public detail::BackendLoss {
  public:
   using Options = MeanAbsoluteErrorOptions;
   explicit MeanAbsoluteErrorImpl(Options options = {});
@@ -21,8 +21,7 @@ class MeanAbsoluteErrorImpl final : public detail::ElementwiseLoss {
   Config get_config() const override;
 
  protected:
-  double value(double t, double p) const override;
-  double derivative(double t, double p) const override;
+  backend::LossParams params() const override { return {.kind = backend::LossKind::mean_absolute_error}; }
 
  private:
   Options options_;

@@ -7,7 +7,7 @@ const Config::Map kFixed = {{"reduction", "sum_over_batch_size"}};
 }  // namespace
 
 MeanSquaredErrorImpl::MeanSquaredErrorImpl(Options options)
-    : ElementwiseLoss("MeanSquaredError", options.name), options_(std::move(options)) {}
+    : BackendLoss("MeanSquaredError", options.name), options_(std::move(options)) {}
 
 LossPtr MeanSquaredErrorImpl::from_config(const Config& arguments) {
   return detail::make_from_arguments<MeanSquaredErrorImpl>(arguments, kFixed, "MeanSquaredError");
@@ -16,12 +16,5 @@ LossPtr MeanSquaredErrorImpl::from_config(const Config& arguments) {
 Config MeanSquaredErrorImpl::get_config() const {
   return detail::serialize(type(), options_to_config(options_), kFixed);
 }
-
-double MeanSquaredErrorImpl::value(double t, double p) const {
-  const double d = p - t;
-  return d * d;
-}
-
-double MeanSquaredErrorImpl::derivative(double t, double p) const { return 2.0 * (p - t); }
 
 }  // namespace tower::losses

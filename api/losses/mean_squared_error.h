@@ -10,7 +10,7 @@ struct MeanSquaredErrorOptions {
   template <class V> void visit(V&& v) { v("name", name); }
 };
 
-class MeanSquaredErrorImpl final : public detail::ElementwiseLoss {
+class MeanSquaredErrorImpl final : public detail::BackendLoss {
  public:
   using Options = MeanSquaredErrorOptions;
   explicit MeanSquaredErrorImpl(Options options = {});
@@ -20,8 +20,7 @@ class MeanSquaredErrorImpl final : public detail::ElementwiseLoss {
   Config get_config() const override;
 
  protected:
-  double value(double t, double p) const override;
-  double derivative(double t, double p) const override;
+  backend::LossParams params() const override { return {.kind = backend::LossKind::mean_squared_error}; }
 
  private:
   Options options_;

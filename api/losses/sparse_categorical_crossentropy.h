@@ -11,9 +11,10 @@
 // d/d logits = scale (probs - onehot(y)). Like every fused softmax-crossentropy kernel it skips the 1e-7 clipping,
 // so it differs from backward followed by the softmax's backward only where a probability is clipped.
 //
-// A negative, out-of-range or non-integer label throws std::invalid_argument naming the label, its flat index
-// and the class count. Keras' ignore_class is not supported: the training loop owns the reduction, which
-// ignore_class changes (a config with "ignore_class" other than null throws ConfigError).
+// A negative, out-of-range or non-integer label on the CPU throws std::invalid_argument naming the label, its flat
+// index and the class count (on a GPU its example's loss is NaN: loss.h). Keras' ignore_class is not supported:
+// the training loop owns the reduction, which ignore_class changes (a config with "ignore_class" other than null
+// throws ConfigError).
 #include "api/losses/loss.h"
 
 namespace tower::losses {
@@ -27,7 +28,7 @@ struct SparseCategoricalCrossentropyOptions {
   }
 };
 
-class SparseCategoricalCrossentropyImpl final : public Loss {
+class SparseCategoricalCrossentropyImpl final : public detail::BackendLoss {
  public:
   using Options = SparseCategoricalCrossentropyOptions;
   explicit SparseCategoricalCrossentropyImpl(Options options = {});
@@ -38,17 +39,14 @@ class SparseCategoricalCrossentropyImpl final : public Loss {
   // Requires y_pred of rank >= 2 and y_true of y_pred's shape without its last axis (or with it as 1).
   Shape per_example_shape(const Shape& y_pred) const override;
   void check_shapes(const Shape& y_true, const Shape& y_pred) const override;
-  void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) override;
-  void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) override;
+  // backward_through_softmax requires can_fuse_softmax(); throws std::logic_error otherwise.
   bool can_fuse_softmax() const override { return !options_.from_logits; }
-  // Requires can_fuse_softmax(); throws std::logic_error otherwise.
-  void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
-                                Tensor& grad_logits) override;
   Config get_config() const override;
 
+ protected:
+  backend::LossParams params() const override;
+
  private:
-  enum class Mode { forward, backward, fused };
-  void run(Mode mode, const Tensor& y_true, const Tensor& y_pred, const Tensor* scale, Tensor& out);
   Options options_;
 };
 

@@ -12,8 +12,9 @@
 // argmax takes the first of equal maxima (TensorFlow's argmax). "Among the k largest" is TensorFlow's in_top_k:
 // fewer than k classes score strictly higher than the target, so ties at the boundary count as in; a row with a
 // non-finite score never matches. Sparse labels are int32, int64 or whole-number float32; a negative,
-// out-of-range or non-integer label throws std::invalid_argument naming it, its index and the class count (Keras
-// counts such a label as a miss). SparseTopKCategoricalAccuracy's from_sorted_ids is not supported.
+// out-of-range or non-integer label on the CPU throws std::invalid_argument naming it, its index and the class
+// count (on a GPU it counts as a miss, as in Keras). SparseTopKCategoricalAccuracy's from_sorted_ids is not
+// supported.
 #include "api/metrics/mean.h"
 
 namespace tower::metrics {
@@ -67,7 +68,7 @@ class AccuracyImpl final
   static const char* type_name() { return "Accuracy"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class BinaryAccuracyImpl final
@@ -77,7 +78,7 @@ class BinaryAccuracyImpl final
   static const char* type_name() { return "BinaryAccuracy"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class CategoricalAccuracyImpl final
@@ -88,7 +89,7 @@ class CategoricalAccuracyImpl final
   static const char* type_name() { return "CategoricalAccuracy"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class SparseCategoricalAccuracyImpl final
@@ -99,7 +100,7 @@ class SparseCategoricalAccuracyImpl final
   static const char* type_name() { return "SparseCategoricalAccuracy"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class TopKCategoricalAccuracyImpl final
@@ -111,7 +112,7 @@ class TopKCategoricalAccuracyImpl final
   static const char* type_name() { return "TopKCategoricalAccuracy"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class SparseTopKCategoricalAccuracyImpl final
@@ -124,7 +125,7 @@ class SparseTopKCategoricalAccuracyImpl final
   static Config::Map fixed_arguments() { return {{"dtype", "float32"}, {"from_sorted_ids", false}}; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 };
 
 class Accuracy : public MetricHolder<AccuracyImpl> {

@@ -16,6 +16,7 @@
 // "minoring" and "majoring", and from_logits; Keras' multi_label, num_labels, label_weights, explicit thresholds
 // and the "PRGAIN" curve are not supported (a config setting them throws ConfigError).
 #include <optional>
+#include <vector>
 
 #include "api/metrics/metric.h"
 
@@ -69,20 +70,22 @@ class ThresholdCounts : public Metric {
  public:
   using Metric::Metric;
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = Tensor()) override;
-  void reset_state() override { tp_ = fp_ = fn_ = 0; }
+  void reset_state() override { state_.zero(); }
   void merge_state(const Metric& other) override;
-  double true_positives() const { return tp_; }
-  double false_positives() const { return fp_; }
-  double false_negatives() const { return fn_; }
+  double true_positives() const { return counts()[0]; }
+  double false_positives() const { return counts()[1]; }
+  double false_negatives() const { return counts()[2]; }
 
  protected:
   // Throws std::invalid_argument for a threshold outside [0, 1], top_k < 1 or class_id < 0.
   void configure(std::optional<double> threshold, std::optional<int> top_k, std::optional<int> class_id);
+  // {tp, fp, fn}, read from the device.
+  std::vector<double> counts() const;
 
  private:
   float threshold_ = 0.5f;  // Keras compares in float32
   std::optional<int> top_k_, class_id_;
-  double tp_ = 0, fp_ = 0, fn_ = 0;
+  losses::detail::DeviceDoubles state_;  // {tp, fp, fn}
 };
 
 }  // namespace detail
@@ -116,15 +119,16 @@ class AUCImpl final : public detail::MetricWithOptions<AUCImpl, AUCOptions> {
   double result() const override;
   void reset_state() override;
   void merge_state(const Metric& other) override;
-  // The counts at each threshold, Keras' variables of the same names.
-  const std::vector<double>& true_positives() const { return tp_; }
-  const std::vector<double>& false_positives() const { return fp_; }
-  const std::vector<double>& true_negatives() const { return tn_; }
-  const std::vector<double>& false_negatives() const { return fn_; }
+  // The counts at each threshold, Keras' variables of the same names, read from the device.
+  std::vector<double> true_positives() const { return counts(0); }
+  std::vector<double> false_positives() const { return counts(1); }
+  std::vector<double> true_negatives() const { return counts(2); }
+  std::vector<double> false_negatives() const { return counts(3); }
 
  private:
-  double interpolate_pr_auc() const;
-  std::vector<double> tp_, fp_, tn_, fn_;
+  // Counts k of [tp | fp | tn | fn].
+  std::vector<double> counts(int k) const;
+  losses::detail::DeviceDoubles state_;  // [tp | fp | tn | fn], num_thresholds each
 };
 
 class Precision : public MetricHolder<PrecisionImpl> {

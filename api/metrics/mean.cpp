@@ -6,64 +6,61 @@ namespace tower::metrics {
 
 namespace detail {
 
-void WeightedMean::merge_state(const Metric& other) {
-  check_mergeable(*this, other);
-  const auto& o = static_cast<const WeightedMean&>(other);
-  add(o.total_, o.count_);
+double WeightedMean::result() const {
+  if (!state_.defined()) return 0.0;
+  const std::vector<double> s = state_.read();
+  return s[1] == 0 ? 0.0 : s[0] / s[1];
 }
 
-void WeightedMean::accumulate(const std::vector<double>& values, Index examples, const Tensor& sample_weight) {
-  const Index n = static_cast<Index>(values.size());
-  const Index per_example = examples > 0 ? n / examples : 0;
-  double total = 0, count = 0;
-  if (!sample_weight.defined()) {
-    for (Index e = 0; e < examples; ++e) {
-      double sum = 0;
-      for (Index i = e * per_example; i < (e + 1) * per_example; ++i) sum += values[i];
-      total += per_example ? sum / per_example : 0.0;
-    }
-    add(total, static_cast<double>(examples));
-    return;
+double WeightedMean::total() const { return state_.defined() ? state_.read()[0] : 0.0; }
+
+double WeightedMean::count() const { return state_.defined() ? state_.read()[1] : 0.0; }
+
+void WeightedMean::merge_state(const Metric& other) {
+  check_mergeable(*this, other);
+  merge_states(state_, static_cast<const WeightedMean&>(other).state_);
+}
+
+void WeightedMean::accumulate(backend::MeanMetricParams p, const Tensor& y_true, const Tensor& y_pred,
+                              const Tensor& sample_weight) {
+  const Device device = y_pred.device();
+  Tensor w;
+  if (sample_weight.defined()) {
+    p.weight_per_position = weight_per_element(name(), sample_weight, p.examples, p.positions);
+    w = sample_weight.to(device);
   }
-  if (sample_weight.numel() != examples && sample_weight.numel() != n)
-    throw std::invalid_argument(name() + ": sample_weight of shape " + sample_weight.shape().to_string() +
-                                " does not fit " + std::to_string(examples) + " examples (expected one weight per " +
-                                "example)");
-  const Tensor host = sample_weight.to(Device::cpu());
-  const losses::detail::HostValues w(host);
-  const bool per_value = sample_weight.numel() != examples;
-  for (Index e = 0; e < examples; ++e) {
-    double sum = 0, weight = 0;
-    for (Index i = e * per_example; i < (e + 1) * per_example; ++i) {
-      const double wi = per_value ? w[i] : w[e];
-      sum += values[i] * wi;
-      weight += wi;
-    }
-    if (per_example == 0) continue;
-    total += sum / per_example;
-    count += weight / per_example;
-  }
-  add(total, count);
+  const bool reads_labels = y_true.defined() && p.kind != backend::MeanMetricParams::Kind::values;
+  const Tensor t = reads_labels ? y_true.to(device) : Tensor();
+  backend::get(device).update_mean_metric(p, losses::detail::any_values(t), losses::detail::any_values(y_pred),
+                                          losses::detail::any_values(w), state_on(state_, 2, device).data());
+}
+
+void WeightedMean::add(double value, double weight) {
+  const Device device = state_.defined() ? state_.device() : Device::cpu();
+  double* s = state_on(state_, 2, device).data();
+  backend::Backend& b = backend::get(device);
+  b.add_to_doubles(s, 1, value * weight);
+  b.add_to_doubles(s + 1, 1, weight);
 }
 
 void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   if (y_pred.rank() == 0)
     throw std::invalid_argument(name() + ": y_pred must have a batch axis, got shape " + y_pred.shape().to_string());
-  std::vector<double> values;
-  compute(y_true, y_pred, values);
-  accumulate(values, y_pred.dim(0), sample_weight);
+  Tensor values = y_pred;
+  backend::MeanMetricParams p = prepare(y_true, y_pred, values);
+  p.examples = y_pred.dim(0);
+  accumulate(p, y_true, values, sample_weight);
 }
 
 }  // namespace detail
 
-void MeanImpl::update(double value, double weight) { add(value * weight, weight); }
+void MeanImpl::update(double value, double weight) { add(value, weight); }
 
 void MeanImpl::update_state(const Tensor& values, const Tensor& sample_weight) {
-  const Tensor host = values.to(Device::cpu());
-  const losses::detail::HostValues v(host);
-  std::vector<double> flat(static_cast<std::size_t>(host.numel()));
-  for (Index i = 0; i < host.numel(); ++i) flat[i] = v[i];
-  accumulate(flat, host.rank() == 0 ? 1 : host.dim(0), sample_weight);
+  const backend::MeanMetricParams p{.kind = backend::MeanMetricParams::Kind::values,
+                                    .examples = values.rank() == 0 ? 1 : values.dim(0),
+                                    .positions = values.numel()};
+  accumulate(p, Tensor(), values, sample_weight);
 }
 
 void MeanImpl::update_state(const Tensor&, const Tensor&, const Tensor&) {

@@ -4,6 +4,7 @@
 //
 // A batch of values [N, ...] adds one entry per example: the mean of that example's values, weighted by its sample
 // weight (1 without weights); result() = sum(w * entry) / sum(w), 0 before any update.
+#include "api/losses/device_doubles.h"
 #include "api/metrics/metric.h"
 
 namespace tower::metrics {
@@ -14,27 +15,28 @@ namespace detail {
 class WeightedMean : public Metric {
  public:
   using Metric::Metric;
-  double result() const override { return count_ == 0 ? 0.0 : total_ / count_; }
-  void reset_state() override { total_ = count_ = 0; }
+  double result() const override;
+  void reset_state() override { state_.zero(); }
   void merge_state(const Metric& other) override;
-  double total() const { return total_; }
-  double count() const { return count_; }
+  double total() const;
+  double count() const;
 
  protected:
-  // Adds `examples` examples of `per_example` values each (row-major). sample_weight: undefined, one weight per
-  // example, or one per value (Keras then weights each value and counts the example's mean weight).
-  void accumulate(const std::vector<double>& values, Index examples, const Tensor& sample_weight);
-  void add(double total, double count) {
-    total_ += total;
-    count_ += count;
-  }
+  // Adds a batch through the backend of y_pred's device: p gives the kind of value and the positions; examples and
+  // the weight layout come from y_pred and sample_weight (undefined, one weight per example, or one per position:
+  // Keras then weights each value and counts the example's mean weight; another count throws
+  // std::invalid_argument).
+  void accumulate(backend::MeanMetricParams p, const Tensor& y_true, const Tensor& y_pred,
+                  const Tensor& sample_weight);
+  // total += value * weight, count += weight.
+  void add(double value, double weight);
 
  private:
-  double total_ = 0, count_ = 0;
+  losses::detail::DeviceDoubles state_;  // {total, count}
 };
 
-// Keras' MeanMetricWrapper: compute() gives one value per position of each example ([N, ...] flattened), and each
-// example contributes the mean over its positions.
+// Keras' MeanMetricWrapper: one value per position of each example ([N, ...] flattened), and each example
+// contributes the mean over its positions.
 class MeanMetricWrapper : public WeightedMean {
  public:
   using WeightedMean::WeightedMean;
@@ -42,8 +44,10 @@ class MeanMetricWrapper : public WeightedMean {
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = Tensor()) final;
 
  protected:
-  // Checks the shapes (std::invalid_argument naming both) and writes the values, y_pred.dim(0) examples' worth.
-  virtual void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const = 0;
+  // Checks the shapes and labels (std::invalid_argument naming them) and gives the op's kind, positions and
+  // classes for this batch. `values` is what the op reads as y_pred: y_pred itself, or the values the metric
+  // averages (a loss's per-example values).
+  virtual backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) = 0;
 };
 
 }  // namespace detail

@@ -58,5 +58,26 @@ void check_mergeable(const Metric& self, const Metric& other) {
                                 self.get_config().to_json());
 }
 
+losses::detail::DeviceDoubles& state_on(losses::detail::DeviceDoubles& state, Index n, Device device) {
+  if (!state.defined()) state = losses::detail::DeviceDoubles(n, device);
+  if (state.device() != device) state = state.to(device);
+  return state;
+}
+
+void merge_states(losses::detail::DeviceDoubles& into, const losses::detail::DeviceDoubles& from) {
+  if (!from.defined()) return;
+  state_on(into, from.size(), from.device());
+  const losses::detail::DeviceDoubles there = from.to(into.device());
+  backend::get(into.device()).add_doubles(there.data(), into.data(), into.size());
+}
+
+bool weight_per_element(const std::string& who, const Tensor& sample_weight, Index examples, Index numel) {
+  if (sample_weight.numel() != examples && sample_weight.numel() != numel)
+    throw std::invalid_argument(who + ": sample_weight of shape " + sample_weight.shape().to_string() +
+                                " does not fit " + std::to_string(examples) + " examples (expected one weight per " +
+                                "example)");
+  return sample_weight.numel() != examples;
+}
+
 }  // namespace detail
 }  // namespace tower::metrics

@@ -1,13 +1,15 @@
 #pragma once
 // Metric: Keras' stateful metrics: update_state accumulates over batches, result() reads, reset_state()
-// clears; merge_state adds another instance's state (one per replica) into this one. State is kept in double.
-// The computations run on the host: tensors on another device are copied to it.
+// clears; merge_state adds another instance's state (one per replica) into this one. State is kept in double, in
+// the memory of the device of the predictions it is updated with: the backend of that device updates it (y_true
+// and sample weights on another device are copied there first), and result() is the one read back to the host.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "api/core/tensor.h"
 #include "api/io/config.h"
+#include "api/losses/device_doubles.h"
 #include "api/losses/loss.h"
 #include "api/engine/layer_options.h"
 
@@ -73,6 +75,15 @@ namespace detail {
 
 // Throws std::invalid_argument unless `other` has self's dynamic type and configuration (apart from the name).
 void check_mergeable(const Metric& self, const Metric& other);
+
+// A metric state of n doubles on `device`: made there (zeros) on the first update, moved there when the predictions
+// move. Returns `state`.
+losses::detail::DeviceDoubles& state_on(losses::detail::DeviceDoubles& state, Index n, Device device);
+// into += from, wherever each lives; nothing when `from` was never updated.
+void merge_states(losses::detail::DeviceDoubles& into, const losses::detail::DeviceDoubles& from);
+// Whether sample_weight (defined) has one weight per element of a batch of `numel` elements rather than one per
+// example; throws std::invalid_argument naming `who` for another count.
+bool weight_per_element(const std::string& who, const Tensor& sample_weight, Index examples, Index numel);
 
 // The options-based plumbing every metric shares: construction from its options struct, clone, get_config.
 // Derived provides `static const char* type_name()` and may hide `fixed_arguments()` to add the arguments Keras

@@ -7,12 +7,15 @@ namespace tower::metrics {
 
 namespace {
 
-// The loss's per-example values, one per position of y_pred without its last axis.
-void loss_values(losses::Loss& loss, const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) {
-  Tensor per_example(loss.per_example_shape(y_pred.shape()));
+// The loss's per-example values on y_pred's device, one position each.
+backend::MeanMetricParams loss_values(losses::Loss& loss, const Tensor& y_true, const Tensor& y_pred,
+                                      Tensor& per_example, Tensor& values) {
+  const Shape shape = loss.per_example_shape(y_pred.shape());
+  if (!per_example.defined() || per_example.shape() != shape || per_example.device() != y_pred.device())
+    per_example = Tensor(shape, DType::float32, y_pred.device());
   loss.forward(y_true, y_pred, per_example);
-  const std::vector<float> v = per_example.to_vector();
-  values.assign(v.begin(), v.end());
+  values = per_example;
+  return {.kind = backend::MeanMetricParams::Kind::values, .positions = per_example.numel()};
 }
 
 }  // namespace
@@ -20,15 +23,16 @@ void loss_values(losses::Loss& loss, const Tensor& y_true, const Tensor& y_pred,
 MeanSquaredErrorImpl::MeanSquaredErrorImpl(Options options)
     : MetricWithOptions(std::move(options)), loss_(losses::MeanSquaredError({.name = name()})) {}
 
-void MeanSquaredErrorImpl::compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const {
-  loss_values(*loss_, y_true, y_pred, values);
+backend::MeanMetricParams MeanSquaredErrorImpl::prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) {
+  return loss_values(*loss_, y_true, y_pred, per_example_, values);
 }
 
 MeanAbsoluteErrorImpl::MeanAbsoluteErrorImpl(Options options)
     : MetricWithOptions(std::move(options)), loss_(losses::MeanAbsoluteError({.name = name()})) {}
 
-void MeanAbsoluteErrorImpl::compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const {
-  loss_values(*loss_, y_true, y_pred, values);
+backend::MeanMetricParams MeanAbsoluteErrorImpl::prepare(const Tensor& y_true, const Tensor& y_pred,
+                                                         Tensor& values) {
+  return loss_values(*loss_, y_true, y_pred, per_example_, values);
 }
 
 }  // namespace tower::metrics

@@ -25,10 +25,11 @@ class MeanSquaredErrorImpl final
   static const char* type_name() { return "MeanSquaredError"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 
  private:
   losses::LossPtr loss_;
+  Tensor per_example_;
 };
 
 class MeanAbsoluteErrorImpl final
@@ -38,10 +39,11 @@ class MeanAbsoluteErrorImpl final
   static const char* type_name() { return "MeanAbsoluteError"; }
 
  protected:
-  void compute(const Tensor& y_true, const Tensor& y_pred, std::vector<double>& values) const override;
+  backend::MeanMetricParams prepare(const Tensor& y_true, const Tensor& y_pred, Tensor& values) override;
 
  private:
   losses::LossPtr loss_;
+  Tensor per_example_;
 };
 
 class MeanSquaredError : public MetricHolder<MeanSquaredErrorImpl> {

@@ -1,9 +1,10 @@
 #include "api/regularizers/regularizers.h"
 
-#include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <vector>
+
+#include "api/backend/backend.h"
+#include "api/core/device_memory.h"
 
 namespace tower::regularizers {
 
@@ -46,27 +47,27 @@ Regularizer::Regularizer(std::string name) { *this = registry().from_name(name);
 
 double Regularizer::penalty(const Tensor& w) const {
   if (!active()) return 0.0;
-  double s1 = 0, s2 = 0;
-  for (float v : w.to_vector()) {
-    s1 += std::fabs(v);
-    s2 += static_cast<double>(v) * v;
-  }
-  return l1 * s1 + l2 * s2;
+  // One double in w's device memory (Tensor has no float64 dtype: an int64 cell holds it).
+  Tensor cell(Shape{1}, DType::int64, w.device());
+  cell.zero();
+  add_penalty(w, 1.0, static_cast<double*>(cell.raw_data()));
+  double value = 0;
+  copy_bytes(&value, Device::cpu(), cell.raw_data(), w.device(), sizeof value);
+  return value;
+}
+
+void Regularizer::add_penalty(const Tensor& w, double factor, double* total) const {
+  if (!active()) return;
+  backend::get(w.device()).accumulate_penalty(w.data<float>(), w.numel(), l1, l2, factor, total);
 }
 
 void Regularizer::add_gradient(const Tensor& w, Tensor& grad) const {
   if (!active()) return;
-  if (w.device().is_cpu() && grad.device().is_cpu()) {
-    const float* pw = w.data<float>();
-    float* pg = grad.data<float>();
-    const float a = static_cast<float>(l1), b = static_cast<float>(2 * l2);
-    for (Index i = 0; i < w.numel(); ++i) pg[i] += a * (pw[i] > 0.f ? 1.f : pw[i] < 0.f ? -1.f : 0.f) + b * pw[i];
-    return;
-  }
-  std::vector<float> pw = w.to_vector(), pg = grad.to_vector();
-  for (std::size_t i = 0; i < pw.size(); ++i)
-    pg[i] += static_cast<float>(l1) * (pw[i] > 0.f ? 1.f : pw[i] < 0.f ? -1.f : 0.f) + static_cast<float>(2 * l2) * pw[i];
-  grad.copy_from(Tensor::from_vector(pg, grad.shape()));
+  if (grad.numel() != w.numel() || grad.device() != w.device())
+    throw std::invalid_argument("regularizer gradient of " + grad.shape().to_string() + " on " +
+                                grad.device().to_string() + " for a weight of " + w.shape().to_string() + " on " +
+                                w.device().to_string());
+  backend::get(w.device()).add_penalty_gradient(w.data<float>(), grad.data<float>(), w.numel(), l1, l2);
 }
 
 Config Regularizer::to_config() const {

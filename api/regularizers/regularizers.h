@@ -20,9 +20,13 @@ struct Regularizer {
   Regularizer(std::string name);
 
   bool active() const { return l1 != 0.0 || l2 != 0.0; }
-  // l1 * sum|w| + l2 * sum w^2 (host computation; weights are small next to activations).
+  // l1 * sum|w| + l2 * sum w^2 (summed in double), computed by the backend of w's device and read back to the host.
   double penalty(const Tensor& w) const;
-  // grad += l1 * sign(w) + 2 * l2 * w.
+  // *total += factor * penalty(w) without leaving the device: total points to a double in the memory of w's device
+  // (the training loop's loss sum). Nothing when inactive.
+  void add_penalty(const Tensor& w, double factor, double* total) const;
+  // grad += float(l1) * sign(w) + float(2 * l2) * w on their device. Requires float32 w and grad of the same size on
+  // the same device (std::invalid_argument otherwise).
   void add_gradient(const Tensor& w, Tensor& grad) const;
   Config to_config() const;  // null when inactive
   static Regularizer from_config(const Config& c);

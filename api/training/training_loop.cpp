@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "api/core/device_memory.h"
 #include "api/models/model.h"
 #include "api/training/progbar_logger.h"
 
@@ -23,39 +24,49 @@ void each(const std::vector<CallbackPtr>& cbs, Fn fn) {
   for (const CallbackPtr& cb : cbs) fn(*cb);
 }
 
-// The class index of example i of y_true: a sparse label, or the argmax of a one-hot row.
-int class_of(const Tensor& y, Index i) {
-  const Index per = y.numel() / y.dim(0);
-  if (y.dtype() == DType::int32) return y.data<std::int32_t>()[i * per];
-  if (y.dtype() == DType::int64) return static_cast<int>(y.data<std::int64_t>()[i * per]);
-  if (y.dtype() == DType::uint8) return y.data<std::uint8_t>()[i * per];
-  const float* p = y.data<float>() + i * per;
-  if (per == 1) return static_cast<int>(std::lround(p[0]));
-  return static_cast<int>(std::max_element(p, p + per) - p);
+// src on `device`: src itself when it is there, else a copy in `buffer` (remade when it does not fit).
+Tensor on_device(const Tensor& src, Device device, Tensor& buffer) {
+  if (src.device() == device) return src;
+  if (!buffer.defined() || buffer.shape() != src.shape() || buffer.dtype() != src.dtype() ||
+      buffer.device() != device)
+    buffer = Tensor(src.shape(), src.dtype(), device);
+  buffer.copy_from(src);
+  return buffer;
 }
 
-void stage_float32(const Tensor& src, Tensor& dst) {
-  if (!dst.defined() || dst.shape() != src.shape()) dst = Tensor(src.shape());
-  float* d = dst.data<float>();
-  const Index n = src.numel();
-  switch (src.dtype()) {
+// dst = src as float32 on `device` (remade when its shape or device differs). Other dtypes are converted on the
+// host: in `host` when the destination is a GPU, which then gets one copy.
+void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host) {
+  if (!dst.defined() || dst.shape() != src.shape() || dst.device() != device)
+    dst = Tensor(src.shape(), DType::float32, device);
+  if (src.dtype() == DType::float32) {
+    dst.copy_from(src);
+    return;
+  }
+  const Tensor s = src.device().is_cpu() ? src : src.to(Device::cpu());
+  if (!device.is_cpu() && (!host.defined() || host.shape() != src.shape())) host = Tensor(src.shape());
+  Tensor& converted = device.is_cpu() ? dst : host;
+  float* d = converted.data<float>();
+  const Index n = s.numel();
+  switch (s.dtype()) {
     case DType::uint8: {
-      const auto* s = src.data<std::uint8_t>();
-      for (Index i = 0; i < n; ++i) d[i] = s[i];
+      const auto* v = s.data<std::uint8_t>();
+      for (Index i = 0; i < n; ++i) d[i] = v[i];
       break;
     }
     case DType::int32: {
-      const auto* s = src.data<std::int32_t>();
-      for (Index i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
+      const auto* v = s.data<std::int32_t>();
+      for (Index i = 0; i < n; ++i) d[i] = static_cast<float>(v[i]);
       break;
     }
     case DType::int64: {
-      const auto* s = src.data<std::int64_t>();
-      for (Index i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
+      const auto* v = s.data<std::int64_t>();
+      for (Index i = 0; i < n; ++i) d[i] = static_cast<float>(v[i]);
       break;
     }
-    case DType::float32: dst.copy_from(src); break;
+    case DType::float32: break;
   }
+  if (!device.is_cpu()) dst.copy_from(host);
 }
 
 // Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
@@ -135,7 +146,8 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
   loss_weights_ = std::move(loss_weights);
   output_names_.clear();
   for (const SymbolicTensor& t : model_.outputs()) output_names_.push_back(t.layer().name());
-  output_loss_sum_.assign(outputs, 0.0);
+  loss_sums_.clear();
+  loss_count_ = 0;
   buffers_.clear();
   replica_buffers_.clear();
   gathered_.clear();
@@ -147,19 +159,31 @@ void TrainingLoop::require_compiled(const char* what) const {
 }
 
 void TrainingLoop::reset_metrics() {
-  loss_sum_ = loss_count_ = 0;
-  std::fill(output_loss_sum_.begin(), output_loss_sum_.end(), 0.0);
+  loss_count_ = 0;
+  for (auto& [device, sums] : loss_sums_) sums.zero();
   for (auto& ms : metrics_)
     for (auto& m : ms) m->reset_state();
 }
 
+losses::detail::DeviceDoubles& TrainingLoop::loss_sums(Device device) {
+  for (auto& [d, sums] : loss_sums_)
+    if (d == device) return sums;
+  return loss_sums_.emplace_back(device, losses::detail::DeviceDoubles(1 + Index(losses_.size()), device)).second;
+}
+
 Logs TrainingLoop::logs() const {
+  // The read of the log point: the loss sums of every device that has some.
+  std::vector<double> sums(1 + losses_.size(), 0.0);
+  for (const auto& [device, on_device] : loss_sums_) {
+    const std::vector<double> v = on_device.read();
+    for (std::size_t k = 0; k < sums.size(); ++k) sums[k] += v[k];
+  }
+  const auto mean = [&](double sum) { return loss_count_ > 0 ? sum / loss_count_ : 0.0; };
   Logs logs;
-  logs.set("loss", loss_count_ > 0 ? loss_sum_ / loss_count_ : 0.0);
+  logs.set("loss", mean(sums[0]));
   const bool several = metrics_.size() > 1;
   if (several)
-    for (std::size_t o = 0; o < output_loss_sum_.size(); ++o)
-      logs.set(output_names_[o] + "_loss", loss_count_ > 0 ? output_loss_sum_[o] / loss_count_ : 0.0);
+    for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
   for (std::size_t o = 0; o < metrics_.size(); ++o)
     for (const auto& m : metrics_[o]) logs.set(several ? output_names_[o] + "_" + m->name() : m->name(), m->result());
   return logs;
@@ -194,28 +218,58 @@ TrainingLoop::StepBuffers& TrainingLoop::step_buffers(BufferCache& cache, Plan& 
   if (mode != Mode::predict && slot->per_example.size() != losses_.size()) {
     for (std::size_t o = 0; o < losses_.size(); ++o) {
       const Shape pe = losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
-      slot->per_example.emplace_back(pe);
-      slot->scale.emplace_back(pe);
-      slot->weights.emplace_back(static_cast<std::size_t>(plan.batch_size()), 1.0);
+      slot->per_example.emplace_back(pe, DType::float32, plan.options().device);
+      slot->scale.emplace_back(pe, DType::float32, plan.options().device);
     }
   }
   slot->staged_inputs.resize(model_.inputs().size());
+  slot->staged_host_inputs.resize(model_.inputs().size());
   return *slot;
 }
 
-void TrainingLoop::example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
-                                   std::vector<double>& w) const {
+void TrainingLoop::stage_class_weights(LossInputs& in, Device device) const {
+  if (in.class_weight_version == class_weight_version_ && (!in.class_ids.defined() || in.class_ids.device() == device))
+    return;
+  in.class_weight_version = class_weight_version_;
+  in.class_ids = Tensor();
+  in.class_weights = {};
+  if (class_weight_.empty()) return;
+  std::vector<std::int64_t> ids;
+  std::vector<double> weights;
+  for (const auto& [id, weight] : class_weight_) ids.push_back(id), weights.push_back(weight);
+  const Index count = static_cast<Index>(ids.size());
+  in.class_ids = Tensor(Shape{count}, DType::int64, device);
+  in.class_weights = losses::detail::DeviceDoubles(count, device);
+  copy_bytes(in.class_ids.raw_data(), device, ids.data(), Device::cpu(), ids.size() * sizeof(std::int64_t));
+  copy_bytes(in.class_weights.data(), device, weights.data(), Device::cpu(), weights.size() * sizeof(double));
+}
+
+void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end,
+                                     Device device) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
-  const Tensor& y_true = batch[ni + o];
-  const float* sw = batch.size() > ni + no ? batch[ni + no].data<float>() : nullptr;
-  w.resize(static_cast<std::size_t>(end - begin));
-  for (Index i = begin; i < end; ++i) {
-    double wi = sw ? static_cast<double>(sw[i]) : 1.0;
-    if (!class_weight_.empty()) {
-      auto it = class_weight_.find(class_of(y_true, i));
-      wi *= it == class_weight_.end() ? 1.0 : it->second;
-    }
-    w[static_cast<std::size_t>(i - begin)] = wi;
+  const bool whole = begin == 0 && end == batch[0].dim(0);
+  const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(begin, end); };
+  in.targets.resize(no);
+  in.staged_targets.resize(no);
+  in.weights.resize(no);
+  in.sample_weight =
+      batch.size() > ni + no ? on_device(rows(batch[ni + no]), device, in.staged_sample_weight) : Tensor();
+  stage_class_weights(in, device);
+  const Index examples = end - begin;
+  const bool weighted = in.class_ids.defined();
+  for (std::size_t o = 0; o < no; ++o) {
+    in.targets[o] = on_device(rows(batch[ni + o]), device, in.staged_targets[o]);
+    losses::detail::DeviceDoubles& w = in.weights[o];
+    if (!w.defined() || w.size() != examples || w.device() != device)
+      w = losses::detail::DeviceDoubles(examples, device);
+    const backend::ExampleWeightParams p{.examples = examples,
+                                         .sample_weight = losses::detail::any_values(in.sample_weight),
+                                         .labels = losses::detail::any_values(in.targets[o]),
+                                         .label_size = in.targets[o].numel() / examples,
+                                         .class_ids = weighted ? in.class_ids.data<std::int64_t>() : nullptr,
+                                         .class_weights = weighted ? in.class_weights.data() : nullptr,
+                                         .num_classes_weighted = weighted ? in.class_ids.numel() : 0};
+    backend::get(device).example_weights(p, w.data());
   }
 }
 
@@ -231,28 +285,28 @@ void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, I
     if (x.dtype() == DType::float32 && x.device() == plan.options().device) {
       plan.set_input(static_cast<int>(i), x);
     } else {
-      stage_float32(x, sb.staged_inputs[i]);
+      stage_float32(x, sb.staged_inputs[i], plan.options().device, sb.staged_host_inputs[i]);
       plan.set_input(static_cast<int>(i), sb.staged_inputs[i]);
     }
   }
   plan.forward();
   if (mode == Mode::predict) return;
+  const Device device = plan.options().device;
+  LossInputs& in = sb.loss_inputs;
+  stage_loss_inputs(in, batch, slot.begin, slot.end, device);
   for (std::size_t o = 0; o < no; ++o) {
-    const Tensor y_true = rows(batch[ni + o]);
+    const Tensor& y_true = in.targets[o];
     const Tensor& y_pred = plan.output(static_cast<int>(o));
     losses::Loss& loss = *losses_[o];
     loss.check_shapes(y_true.shape(), y_pred.shape());
     Tensor& per_example = sb.per_example[o];
     loss.forward(y_true, y_pred, per_example);
     if (!training) continue;
-    std::vector<double>& w = sb.weights[o];
-    example_weights(batch, o, slot.begin, slot.end, w);
     // sum_over_batch_size over the global batch: the replicas' parts of the gradient add up to the gradient of
     // the whole batch's loss.
     const Index values = per_example.numel(), per = values / (slot.end - slot.begin);
     const double k = loss_weights_[o] / static_cast<double>(n * per);
-    float* scale = sb.scale[o].data<float>();
-    for (Index i = 0; i < values; ++i) scale[i] = static_cast<float>(k * w[static_cast<std::size_t>(i / per)]);
+    backend::get(device).loss_scale(in.weights[o].data(), values, per, k, sb.scale[o].data<float>());
     const bool fuse = loss.can_fuse_softmax() && plan.output_is_fusable_softmax(static_cast<int>(o));
     plan.set_output_grad_is_logits(static_cast<int>(o), fuse);
     if (fuse)
@@ -303,7 +357,7 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
 
 void TrainingLoop::step(const data::Element& batch, Mode mode) {
   check_batch(batch, mode);
-  const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
+  const std::size_t no = model_.outputs().size();
   const Index n = batch[0].dim(0);
   const bool training = mode == Mode::train;
   if (training && std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), n) == trained_batch_sizes_.end())
@@ -314,10 +368,13 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   Replicas* replicas = model_.replicas();
   Plan* plan = nullptr;
   const std::vector<Tensor>* per_example = nullptr;
+  const LossInputs* in = nullptr;
   std::function<const Tensor&(std::size_t)> y_pred;
   if (replicas) {
     Gathered& g = distributed_step(*replicas, batch, mode);
+    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device());
     per_example = &g.per_example;
+    in = &g.loss_inputs;
     y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
   } else {
     plan = &model_.plan_for(n, training);
@@ -325,6 +382,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     ReplicaSlot slot{0, n, plan, &single};
     replica_step(slot, batch, n, mode);
     per_example = &single.per_example;
+    in = &single.loss_inputs;
     y_pred = [plan](std::size_t o) -> const Tensor& { return plan->output(static_cast<int>(o)); };
   }
   if (mode == Mode::predict) {
@@ -333,24 +391,24 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     return;
   }
 
-  const Tensor sample_weight = batch.size() > ni + no ? batch[ni + no] : Tensor();
-  double total = 0;
+  // The logs hold sums over examples: each output's sum_over_batch_size loss (the weighted sum of its values over
+  // their count) times the batch size, and their loss-weighted total with the regularizers' penalties.
+  const double examples = static_cast<double>(n);
   for (std::size_t o = 0; o < no; ++o) {
     const Tensor& pe = (*per_example)[o];
-    example_weights(batch, o, 0, n, weights_);
     const Index values = pe.numel(), per = values / n;
-    const float* p = pe.data<float>();
-    double sum = 0;
-    for (Index i = 0; i < values; ++i) sum += weights_[static_cast<std::size_t>(i / per)] * p[i];
-    // sum_over_batch_size: divide by the number of per-example values.
-    const double value = sum / static_cast<double>(values);
-    output_loss_sum_[o] += value * static_cast<double>(n);
-    total += loss_weights_[o] * value;
-    for (const auto& m : metrics_[o]) m->update_state(batch[ni + o], y_pred(o), sample_weight);
+    const double* w = in->weights[o].data();
+    double* sums = loss_sums(pe.device()).data();
+    backend::Backend& be = backend::get(pe.device());
+    be.accumulate_weighted_sum(pe.data<float>(), w, values, per, examples / static_cast<double>(values), sums + 1 + o);
+    be.accumulate_weighted_sum(pe.data<float>(), w, values, per,
+                               loss_weights_[o] * examples / static_cast<double>(values), sums);
+    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o), in->sample_weight);
   }
 
   const std::vector<VariablePtr>& trainable = training && plan ? plan->trainable_weights() : model_.trainable_weights();
-  for (const VariablePtr& v : trainable) total += v->regularizer.penalty(v->value);
+  for (const VariablePtr& v : trainable)
+    v->regularizer.add_penalty(v->value, examples, loss_sums(v->value.device()).data());
   if (training) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
     for (std::size_t k = 0; k < trainable.size(); ++k)
@@ -361,8 +419,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     optimizer_->apply_gradients(trainable, grads);
     if (replicas) replicas->after_update();
   }
-  loss_sum_ += total * static_cast<double>(n);
-  loss_count_ += static_cast<double>(n);
+  loss_count_ += examples;
 }
 
 std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
@@ -479,6 +536,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
                                 " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
   class_weight_ = options.class_weight;
+  ++class_weight_version_;
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);

@@ -8,10 +8,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "api/data/dataset.h"
 #include "api/engine/plan.h"
+#include "api/losses/device_doubles.h"
 #include "api/losses/loss.h"
 #include "api/metrics/metric.h"
 #include "api/models/distribution.h"
@@ -102,12 +104,23 @@ class TrainingLoop {
 
  private:
   enum class Mode { train, test, predict };
-  // Per batch size (of one replica): loss values, gradient scales, per-example weights, float32 copies of
-  // inputs of other dtypes or devices.
+  // Rows of a batch as the losses and metrics read them on one device: the targets and sample weights (copied
+  // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight).
+  struct LossInputs {
+    std::vector<Tensor> targets, staged_targets;
+    Tensor sample_weight, staged_sample_weight;
+    std::vector<losses::detail::DeviceDoubles> weights;
+    Tensor class_ids;  // class_weight_ on the device, as of class_weight_version
+    losses::detail::DeviceDoubles class_weights;
+    int class_weight_version = -1;
+  };
+  // Per batch size (of one replica), on its plan's device: loss values, gradient scales, the loss inputs, float32
+  // copies of inputs of other dtypes or devices.
   struct StepBuffers {
     std::vector<Tensor> per_example, scale;
-    std::vector<std::vector<double>> weights;
+    LossInputs loss_inputs;
     std::vector<Tensor> staged_inputs;
+    std::vector<Tensor> staged_host_inputs;  // inputs of another dtype converted on the host, for a GPU plan
   };
   using BufferCache = std::map<Index, std::unique_ptr<StepBuffers>>;
   // One replica's share of a step: rows [begin, end) of the batch, its plan and buffers (null without rows).
@@ -116,9 +129,11 @@ class TrainingLoop {
     Plan* plan = nullptr;
     StepBuffers* buffers = nullptr;
   };
-  // Per global batch size: every example's loss values and predictions, per output, gathered from the replicas.
+  // Per global batch size: every example's loss values and predictions, per output, gathered from the replicas,
+  // and the whole batch's loss inputs beside them.
   struct Gathered {
     std::vector<Tensor> per_example, y_pred;
+    LossInputs loss_inputs;
   };
 
   void require_compiled(const char* what) const;
@@ -144,9 +159,13 @@ class TrainingLoop {
   // predictions (every output's predictions for predict, those metrics need otherwise).
   Gathered& distributed_step(Replicas& replicas, const data::Element& batch, Mode mode);
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
-  // Sample weight times class weight of rows [begin, end) of output o's targets, into w.
-  void example_weights(const data::Element& batch, std::size_t o, Index begin, Index end,
-                       std::vector<double>& w) const;
+  // Stages rows [begin, end) of the batch's targets and sample weights on `device` and computes each output's
+  // example weights there.
+  void stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end, Device device) const;
+  // class_weight_ in `in`, on `device`: copied there when fit() has set new class weights since the last copy.
+  void stage_class_weights(LossInputs& in, Device device) const;
+  // The loss sums kept on `device`: {sum of the weighted loss, then per output its own} over the examples so far.
+  losses::detail::DeviceDoubles& loss_sums(Device device);
   void check_batch(const data::Element& batch, Mode mode) const;
 
   ModelImpl& model_;
@@ -156,14 +175,15 @@ class TrainingLoop {
   std::vector<double> loss_weights_;
   std::vector<std::string> output_names_;
   std::map<int, double> class_weight_;
-  double loss_sum_ = 0, loss_count_ = 0;
-  std::vector<double> output_loss_sum_;
+  int class_weight_version_ = 0;
+  // Every device's loss sums (backend ops add into them each step; logs() reads them), and the examples counted.
+  std::vector<std::pair<Device, losses::detail::DeviceDoubles>> loss_sums_;
+  double loss_count_ = 0;
   BufferCache buffers_;
   std::vector<BufferCache> replica_buffers_;  // under a strategy: per local replica
   std::vector<ReplicaSlot> slots_;
   std::map<Index, Gathered> gathered_;
   std::vector<Tensor> parts_;
-  std::vector<double> weights_;  // per-example weights of the whole batch
   std::vector<std::vector<Tensor>> predictions_;  // predict: per output, every batch's outputs so far
   std::vector<callbacks::CallbackPtr> fit_callbacks_;
   const data::Dataset* train_data_ = nullptr;

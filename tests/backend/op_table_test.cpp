@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -92,6 +93,41 @@ std::string compare(const OpCase& c, const OpBuffers& got, const OpBuffers& want
   return {};
 }
 
+// Ops whose arguments are lists of tensors or device-resident double accumulators rather than float arrays: each
+// is run on a GPU against the CPU by the *_CUDA test named here, and against scalar references on the CPU by
+// tests/backend/optimizer_updates_test.cpp and loss_functors_test.cpp.
+const std::map<std::string, std::string>& ops_tested_elsewhere() {
+  static const std::map<std::string, std::string> m = {
+      {"apply_update", "OptimizerUpdates.GpuUpdatesMatchTheCpu_CUDA"},
+      {"clip_gradients", "OptimizerUpdates.GpuClippingMatchesTheCpu_CUDA"},
+      {"loss_forward", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"loss_backward", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"loss_backward_through_softmax", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"example_weights", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"loss_scale", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"accumulate_weighted_sum", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"accumulate_penalty", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"add_penalty_gradient", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"update_mean_metric", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"update_threshold_counts", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"update_auc", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"find_invalid_class", "LossesOnTheGpu.AnInvalidSparseLabelIsTheSameErrorOnBothDevices_CUDA"},
+      {"add_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},
+      {"add_to_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},
+  };
+  return m;
+}
+
+bool test_exists(const std::string& full_name) {
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j)
+      if (std::string(suite.name()) + "." + suite.GetTestInfo(j)->name() == full_name) return true;
+  }
+  return false;
+}
+
 TEST(OpTable, NamesEveryOpOfTheBackend) {
   const std::set<std::string> ops = backend_ops();
   ASSERT_GT(ops.size(), 20u) << "could not read the ops of api/backend/backend.h";
@@ -99,6 +135,11 @@ TEST(OpTable, NamesEveryOpOfTheBackend) {
   for (const OpCase& c : op_table()) {
     EXPECT_TRUE(ops.count(c.op)) << c.label << " names '" << c.op << "', which backend.h does not declare";
     covered.insert(c.op);
+  }
+  for (const auto& [op, test] : ops_tested_elsewhere()) {
+    EXPECT_TRUE(ops.count(op)) << "'" << op << "' is not an op of backend.h";
+    EXPECT_TRUE(test_exists(test)) << op << " is said to be tested on a GPU by " << test << ", which does not exist";
+    covered.insert(op);
   }
   for (const std::string& op : ops) EXPECT_TRUE(covered.count(op)) << "the op table has no case for Backend::" << op;
 }

@@ -51,6 +51,29 @@ class CpuBackend final : public Backend {
   // cpu_optimizers.cpp
   void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
   void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) override;
+
+  // losses and metrics: cpu_losses.cpp
+  void loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example, Index rows,
+                    Index cols) override;
+  void loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale, float* grad,
+                     Index rows, Index cols) override;
+  void loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs, const float* scale,
+                                     float* grad_logits, Index rows, Index cols) override;
+  void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) override;
+  void example_weights(const ExampleWeightParams& p, double* weights) override;
+  void loss_scale(const double* weights, Index n, Index per, double k, float* scale) override;
+  void accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
+                               double* total) override;
+  void accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) override;
+  void add_penalty_gradient(const float* w, float* grad, Index n, double l1, double l2) override;
+  void update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                          double* state) override;
+  void update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
+                               AnyValues sample_weight, double* state) override;
+  void update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                  double* state) override;
+  void add_doubles(const double* x, double* y, Index n) override;
+  void add_to_doubles(double* y, Index n, double value) override;
 };
 
 // db[c] = sum over r of dy[r, c] for a row-major [rows, cols] matrix (CpuBackend::bias_grad), each column summed

@@ -91,6 +91,30 @@ class CudaBackend final : public Backend {
     void operator()(GemmPlans* plans) const;
   };
   std::unique_ptr<GemmPlans, GemmPlansDeleter> gemm_plans_;
+
+ public:
+  // losses and metrics: cuda_losses.cu
+  void loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example, Index rows,
+                    Index cols) override;
+  void loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale, float* grad,
+                     Index rows, Index cols) override;
+  void loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs, const float* scale,
+                                     float* grad_logits, Index rows, Index cols) override;
+  void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) override;
+  void example_weights(const ExampleWeightParams& p, double* weights) override;
+  void loss_scale(const double* weights, Index n, Index per, double k, float* scale) override;
+  void accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
+                               double* total) override;
+  void accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) override;
+  void add_penalty_gradient(const float* w, float* grad, Index n, double l1, double l2) override;
+  void update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                          double* state) override;
+  void update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
+                               AnyValues sample_weight, double* state) override;
+  void update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                  double* state) override;
+  void add_doubles(const double* x, double* y, Index n) override;
+  void add_to_doubles(double* y, Index n, double value) override;
 };
 
 // The backend of GPU `index`, made on first use (backend::get routes cuda:N here).

@@ -1,0 +1,109 @@
+// The CPU's losses, metrics and regularizer ops: the functors of math/losses.h in host loops. Per-row and
+// per-element functors write only their own outputs, so they run in the threaded loops; the sums run in index
+// order on one thread, so they give the same bits on every run and at every thread count.
+#include <stdexcept>
+#include <vector>
+
+#include "api/backend/cpu/cpu_backend.h"
+#include "api/backend/cpu/loops.h"
+#include "api/backend/math/losses.h"
+
+namespace tower::backend::cpu {
+
+namespace {
+
+// f(i) for i in [0, n): each call loops over a row or an example, so the loop is threaded but not vectorised.
+template <class F>
+void for_each_index(Index n, const F& f) {
+  parallel_ranges(n, [&](Index begin, Index end) {
+    for (Index i = begin; i < end; ++i) f(i);
+  });
+}
+
+const auto run_rows = [](Index n, const auto& f) { for_each_index(n, f); };
+const auto run_elements = [](Index n, const auto& f) { elementwise(n, f); };
+
+// finish(term(0) + term(1) + ... + term(n - 1)), added left to right from init.
+template <class T, class Term, class Op, class Finish>
+void reduce(Index n, const Term& term, Op op, T init, const Finish& finish) {
+  T acc = init;
+  for (Index i = 0; i < n; ++i) acc = op(acc, term(i));
+  finish(acc);
+}
+
+template <int N>
+math::Sums<N> zeros() {
+  return math::Sums<N>{};
+}
+
+}  // namespace
+
+void CpuBackend::loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
+                              Index rows, Index cols) {
+  math::loss_forward(p, y_true, y_pred, per_example, rows, cols, run_rows);
+}
+
+void CpuBackend::loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
+                               float* grad, Index rows, Index cols) {
+  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run_rows, run_elements);
+}
+
+void CpuBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
+                                               const float* scale, float* grad_logits, Index rows, Index cols) {
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run_rows,
+                                           run_elements))
+    throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
+}
+
+void CpuBackend::find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) {
+  reduce(n, math::InvalidClassIndex{labels, classes, n}, math::IndexMin{}, std::int64_t{n},
+         math::StoreIndex{first});
+}
+
+void CpuBackend::example_weights(const ExampleWeightParams& p, double* weights) {
+  for_each_index(p.examples, math::ExampleWeight{p, weights});
+}
+
+void CpuBackend::loss_scale(const double* weights, Index n, Index per, double k, float* scale) {
+  elementwise(n, math::LossScale{weights, per, k, scale});
+}
+
+void CpuBackend::accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
+                                         double* total) {
+  reduce(n, math::WeightedValue{x, weights, per}, math::SumsPlus{}, zeros<1>(), math::AddScaledSum{total, factor});
+}
+
+void CpuBackend::accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) {
+  reduce(n, math::PenaltyTerms{w}, math::SumsPlus{}, zeros<2>(), math::AddPenalty{total, l1, l2, factor});
+}
+
+void CpuBackend::add_penalty_gradient(const float* w, float* grad, Index n, double l1, double l2) {
+  elementwise(n, math::PenaltyGradient{w, grad, static_cast<float>(l1), static_cast<float>(2 * l2)});
+}
+
+void CpuBackend::update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred,
+                                    AnyValues sample_weight, double* state) {
+  reduce(p.examples, math::MeanMetricTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{}, zeros<2>(),
+         math::AddSums<2>{state});
+}
+
+void CpuBackend::update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
+                                         AnyValues sample_weight, double* state) {
+  reduce(p.rows * p.classes, math::ThresholdCountTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{},
+         zeros<3>(), math::AddSums<3>{state});
+}
+
+void CpuBackend::update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                            double* state) {
+  const Index width = 2 * Index{p.num_thresholds}, chunks = (p.n + math::auc_chunk(p.n) - 1) / math::auc_chunk(p.n);
+  std::vector<double> partial(static_cast<std::size_t>(chunks * width)), histogram(static_cast<std::size_t>(width));
+  for_each_index(chunks, math::AucChunkHistogram{p, y_true, y_pred, sample_weight, partial.data()});
+  for_each_index(width, math::AucSumChunks{partial.data(), chunks, width, histogram.data()});
+  for_each_index(p.num_thresholds, math::AucAccumulate{histogram.data(), p.num_thresholds, state});
+}
+
+void CpuBackend::add_doubles(const double* x, double* y, Index n) { elementwise(n, math::AddDoubles{x, y}); }
+
+void CpuBackend::add_to_doubles(double* y, Index n, double value) { elementwise(n, math::AddToDoubles{y, value}); }
+
+}  // namespace tower::backend::cpu

@@ -1,0 +1,144 @@
+// The GPU's losses, metrics and regularizer ops: the functors of math/losses.h, which the CPU tests run, in
+// for_each kernels, and the sums through CUB's TransformReduce with the same terms (deterministic run to run; the
+// order of additions differs from the CPU's, within rounding). Everything is queued on the backend's stream.
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "api/backend/cuda/launch.cuh"
+#include "api/backend/math/losses.h"
+
+namespace tower::backend::cuda {
+
+namespace {
+
+// finish(*result) on the device, after a reduction wrote result.
+template <class T, class Finish>
+struct FinishFrom {
+  Finish finish;
+  const T* result;
+  TOWER_HD void operator()(Index) const { finish(*result); }
+};
+
+// finish(value) on the device: the sum of no terms.
+template <class T, class Finish>
+struct FinishWith {
+  Finish finish;
+  T value;
+  TOWER_HD void operator()(Index) const { finish(value); }
+};
+
+std::string shape_text(const char* op, Index n) { return std::string(op) + " (n=" + std::to_string(n) + ")"; }
+
+// finish(init op term(0) op ... op term(n - 1)): CUB reduces into the start of the workspace, its temporary storage
+// after it, and a one-thread kernel applies finish.
+template <class T, class Term, class Op, class Finish>
+void reduce(CudaBackend& backend, Index n, const Term& term, Op op, T init, const Finish& finish, const char* what) {
+  const cudaStream_t stream = backend.stream();
+  if (n == 0) return for_each(1, FinishWith<T, Finish>{finish, init}, stream, what);
+  const thrust::counting_iterator<Index> indices(0);
+  std::size_t temp_bytes = 0;
+  check_cuda(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, indices, static_cast<T*>(nullptr), n, op, term,
+                                                init, stream),
+             shape_text(what, n));
+  constexpr std::size_t kResultBytes = (sizeof(T) + 255) / 256 * 256;
+  char* workspace = static_cast<char*>(backend.workspace(kResultBytes + temp_bytes));
+  T* result = reinterpret_cast<T*>(workspace);
+  check_cuda(cub::DeviceReduce::TransformReduce(workspace + kResultBytes, temp_bytes, indices, result, n, op, term,
+                                                init, stream),
+             shape_text(what, n));
+  for_each(1, FinishFrom<T, Finish>{finish, result}, stream, what);
+}
+
+template <int N>
+math::Sums<N> zeros() {
+  return math::Sums<N>{};
+}
+
+}  // namespace
+
+void CudaBackend::loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
+                               Index rows, Index cols) {
+  const cudaStream_t s = stream();
+  math::loss_forward(p, y_true, y_pred, per_example, rows, cols,
+                     [s](Index n, const auto& f) { for_each(n, f, s, "loss_forward"); });
+}
+
+void CudaBackend::loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
+                                float* grad, Index rows, Index cols) {
+  const cudaStream_t s = stream();
+  const auto run = [s](Index n, const auto& f) { for_each(n, f, s, "loss_backward"); };
+  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run, run);
+}
+
+void CudaBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
+                                                const float* scale, float* grad_logits, Index rows, Index cols) {
+  const cudaStream_t s = stream();
+  const auto run = [s](Index n, const auto& f) { for_each(n, f, s, "loss_backward_through_softmax"); };
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run, run))
+    throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
+}
+
+void CudaBackend::find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) {
+  reduce(*this, n, math::InvalidClassIndex{labels, classes, n}, math::IndexMin{}, std::int64_t{n},
+         math::StoreIndex{first}, "find_invalid_class");
+}
+
+void CudaBackend::example_weights(const ExampleWeightParams& p, double* weights) {
+  for_each(p.examples, math::ExampleWeight{p, weights}, stream(), "example_weights");
+}
+
+void CudaBackend::loss_scale(const double* weights, Index n, Index per, double k, float* scale) {
+  for_each(n, math::LossScale{weights, per, k, scale}, stream(), "loss_scale");
+}
+
+void CudaBackend::accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
+                                          double* total) {
+  reduce(*this, n, math::WeightedValue{x, weights, per}, math::SumsPlus{}, zeros<1>(),
+         math::AddScaledSum{total, factor}, "accumulate_weighted_sum");
+}
+
+void CudaBackend::accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) {
+  reduce(*this, n, math::PenaltyTerms{w}, math::SumsPlus{}, zeros<2>(), math::AddPenalty{total, l1, l2, factor},
+         "accumulate_penalty");
+}
+
+void CudaBackend::add_penalty_gradient(const float* w, float* grad, Index n, double l1, double l2) {
+  for_each(n, math::PenaltyGradient{w, grad, static_cast<float>(l1), static_cast<float>(2 * l2)}, stream(),
+           "add_penalty_gradient");
+}
+
+void CudaBackend::update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred,
+                                     AnyValues sample_weight, double* state) {
+  reduce(*this, p.examples, math::MeanMetricTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{}, zeros<2>(),
+         math::AddSums<2>{state}, "update_mean_metric");
+}
+
+void CudaBackend::update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
+                                          AnyValues sample_weight, double* state) {
+  reduce(*this, p.rows * p.classes, math::ThresholdCountTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{},
+         zeros<3>(), math::AddSums<3>{state}, "update_threshold_counts");
+}
+
+void CudaBackend::update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                             double* state) {
+  const cudaStream_t s = stream();
+  const Index width = 2 * Index{p.num_thresholds}, chunk = math::auc_chunk(p.n), chunks = (p.n + chunk - 1) / chunk;
+  double* partial = static_cast<double*>(workspace(static_cast<std::size_t>((chunks + 1) * width) * sizeof(double)));
+  double* histogram = partial + chunks * width;
+  for_each(chunks, math::AucChunkHistogram{p, y_true, y_pred, sample_weight, partial}, s, "update_auc");
+  for_each(width, math::AucSumChunks{partial, chunks, width, histogram}, s, "update_auc");
+  for_each(p.num_thresholds, math::AucAccumulate{histogram, p.num_thresholds, state}, s, "update_auc");
+}
+
+void CudaBackend::add_doubles(const double* x, double* y, Index n) {
+  for_each(n, math::AddDoubles{x, y}, stream(), "add_doubles");
+}
+
+void CudaBackend::add_to_doubles(double* y, Index n, double value) {
+  for_each(n, math::AddToDoubles{y, value}, stream(), "add_to_doubles");
+}
+
+}  // namespace tower::backend::cuda

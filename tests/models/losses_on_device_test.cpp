@@ -1,0 +1,145 @@
+// Every loss and metric op of the backend on a GPU against the CPU, end to end: the same seeded training of a
+// small model with a weight regularizer, class and sample weights, on both devices, then metric merging and
+// Mean's scalar updates. The CPU side of each op is tested against scalar references in
+// tests/backend/loss_functors_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+enum class Labels { sparse, one_hot, binary, regression, distribution };
+
+struct Setup {
+  const char* name;
+  const char* activation;
+  Index units;
+  Labels labels;
+  std::function<losses::LossPtr()> loss;
+  std::function<std::vector<metrics::MetricPtr>()> metrics;
+};
+
+Tensor targets(Labels kind, Index n, Index units) {
+  if (kind == Labels::sparse) {
+    std::vector<std::int32_t> y(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7) % units);
+    return Tensor::from_vector(y, {n});
+  }
+  std::vector<float> y(static_cast<std::size_t>(n * units));
+  for (Index i = 0; i < n; ++i)
+    for (Index c = 0; c < units; ++c) {
+      float& v = y[static_cast<std::size_t>(i * units + c)];
+      switch (kind) {
+        case Labels::one_hot: v = (i * 7) % units == c ? 1.f : 0.f; break;
+        case Labels::binary: v = (i + c) % 3 == 0 ? 1.f : 0.f; break;
+        case Labels::regression: v = std::sin(0.3f * static_cast<float>(i + 2 * c)); break;
+        default: v = static_cast<float>(1 + (i + c) % 4) / static_cast<float>(units * 2.5); break;
+      }
+    }
+  return Tensor::from_vector(y, {n, units});
+}
+
+std::map<std::string, double> train(const Setup& s, Device device) {
+  set_random_seed(11);
+  const Index n = 48;
+  const Tensor x = testing::random_tensor({n, 5}, 4);
+  const Tensor y = targets(s.labels, n, s.units);
+  std::vector<float> w(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + static_cast<float>(i % 3) * 0.5f;
+  const Tensor sample_weight = Tensor::from_vector(w, {n});
+  Sequential model({InputLayer({.shape = {5}}), layers::Dense({.units = s.units, .activation = s.activation,
+                                                               .kernel_regularizer = regularizers::L1L2(1e-3, 1e-2)})});
+  model.to(device);
+  model.compile(optimizers::SGD(0.1), s.loss(), s.metrics());
+  FitOptions options{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false};
+  if (s.labels == Labels::sparse) options.class_weight = {{0, 2.0}, {1, 0.5}};
+  const callbacks::History h = model.fit(x, y, options);
+  std::map<std::string, double> out;
+  for (const std::string& key : h.keys()) out["fit " + key] = h[key].back();
+  for (const auto& [key, value] : model.train_on_batch(x, y, sample_weight).entries()) out["weighted " + key] = value;
+  for (const auto& [key, value] : model.test_on_batch(x, y, sample_weight).entries()) out["test " + key] = value;
+  return out;
+}
+
+const std::vector<Setup>& setups() {
+  using namespace metrics;
+  static const std::vector<Setup> all = {
+      {"sparse categorical crossentropy", "softmax", 4, Labels::sparse,
+       [] { return losses::SparseCategoricalCrossentropy(); },
+       [] { return std::vector<MetricPtr>{SparseCategoricalAccuracy(), SparseTopKCategoricalAccuracy({.k = 2})}; }},
+      {"categorical crossentropy, smoothed", "softmax", 4, Labels::one_hot,
+       [] { return losses::CategoricalCrossentropy({.label_smoothing = 0.1}); },
+       [] { return std::vector<MetricPtr>{CategoricalAccuracy(), TopKCategoricalAccuracy({.k = 2})}; }},
+      {"categorical crossentropy from logits", "linear", 4, Labels::one_hot,
+       [] { return losses::CategoricalCrossentropy({.from_logits = true}); },
+       [] { return std::vector<MetricPtr>{CategoricalAccuracy()}; }},
+      {"binary crossentropy", "sigmoid", 3, Labels::binary, [] { return losses::BinaryCrossentropy(); },
+       [] { return std::vector<MetricPtr>{BinaryAccuracy(), Precision(), Recall(), AUC()}; }},
+      {"mean squared error", "tanh", 3, Labels::regression, [] { return losses::MeanSquaredError(); },
+       [] { return std::vector<MetricPtr>{MeanAbsoluteError(), MeanSquaredError()}; }},
+      {"mean absolute error", "linear", 3, Labels::regression, [] { return losses::MeanAbsoluteError(); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"huber", "linear", 3, Labels::regression, [] { return losses::Huber(); }, [] { return std::vector<MetricPtr>{}; }},
+      {"kl divergence", "softmax", 4, Labels::distribution, [] { return losses::KLDivergence(); },
+       [] { return std::vector<MetricPtr>{}; }},
+  };
+  return all;
+}
+
+TEST(LossesOnTheGpu, EveryLossAndMetricMatchesTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  for (const Setup& s : setups()) {
+    const auto cpu = train(s, Device::cpu());
+    const auto gpu = train(s, Device::cuda(0));
+    ASSERT_EQ(cpu.size(), gpu.size()) << s.name;
+    for (const auto& [key, value] : cpu)
+      EXPECT_NEAR(gpu.at(key), value, 1e-4 * std::max(1.0, std::fabs(value))) << s.name << ": " << key;
+  }
+}
+
+TEST(LossesOnTheGpu, AnInvalidSparseLabelIsTheSameErrorOnBothDevices_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  const auto error_on = [](Device device) -> std::string {
+    Sequential model({InputLayer({.shape = {5}}), layers::Dense({.units = 3, .activation = "softmax"})});
+    model.to(device);
+    model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
+    try {
+      model.train_on_batch(testing::random_tensor({4, 5}, 1),
+                           Tensor::from_vector(std::vector<std::int32_t>{0, 1, 7, 2}, {4}));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_on(Device::cuda(0)), error_on(Device::cpu()));
+}
+
+TEST(LossesOnTheGpu, MergedAndScalarMetricStatesMatchTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  const auto merged = [](Device device) {
+    const Tensor y = targets(Labels::binary, 10, 3).to(device);
+    const Tensor p = testing::random_tensor({10, 3}, 9, 0.f, 1.f).to(device);
+    metrics::AUC a, b;
+    a->update_state(y, p);
+    b->update_state(y, testing::random_tensor({10, 3}, 10, 0.f, 1.f).to(device));
+    a->merge_state(*b.ptr());
+    metrics::Mean m;
+    m->update_state(p);
+    m->update(2.5, 3.0);
+    return std::make_pair(a->result(), m->result());
+  };
+  const auto [cpu_auc, cpu_mean] = merged(Device::cpu());
+  const auto [gpu_auc, gpu_mean] = merged(Device::cuda(0));
+  EXPECT_NEAR(gpu_auc, cpu_auc, 1e-6);
+  EXPECT_NEAR(gpu_mean, cpu_mean, 1e-6);
+}
+
+}  // namespace
+}  // namespace tower
