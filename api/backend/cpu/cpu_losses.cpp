@@ -50,8 +50,7 @@ void CpuBackend::loss_backward(const LossParams& p, AnyValues y_true, const floa
 
 void CpuBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
                                                const float* scale, float* grad_logits, Index rows, Index cols) {
-  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run_rows,
-                                           run_elements))
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run_rows))
     throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
 }
 

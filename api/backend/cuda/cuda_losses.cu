@@ -77,7 +77,7 @@ void CudaBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y
                                                 const float* scale, float* grad_logits, Index rows, Index cols) {
   const cudaStream_t s = stream();
   const auto run = [s](Index n, const auto& f) { for_each(n, f, s, "loss_backward_through_softmax"); };
-  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run, run))
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run))
     throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
 }
 

@@ -227,22 +227,24 @@ struct SparseCrossentropyBackward {
   }
 };
 
-// Over elements: scale of the row * (probs - onehot(y)).
+// Over rows: scale[r] (probs - onehot(y)). A row at a time, so the label is read and checked once per row.
 struct SparseCrossentropySoftmaxBackward {
   AnyValues labels;
   const float* probs;
   const float* scale;
   float* grad;
   Index cols;
-  TOWER_HD void operator()(Index i) const {
-    const Index r = i / cols, j = i - r * cols;
+  TOWER_HD void operator()(Index r) const {
+    const float* p = probs + r * cols;
+    float* g = grad + r * cols;
     const double label = value_at(labels, r);
     if (!is_class_index(label, cols)) {
-      grad[i] = static_cast<float>(quiet_nan());
+      for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(quiet_nan());
       return;
     }
+    const Index y = static_cast<Index>(label);
     const double sc = scale[r];
-    grad[i] = static_cast<float>(sc * (probs[i] - (j == static_cast<Index>(label) ? 1.0 : 0.0)));
+    for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(sc * (p[j] - (j == y ? 1.0 : 0.0)));
   }
 };
 
@@ -669,16 +671,15 @@ void loss_backward(const LossParams& lp, AnyValues t, const float* p, const floa
 }
 
 // Returns false for a kind without a fused softmax gradient.
-template <class RunRows, class RunElements>
+template <class RunRows>
 bool loss_backward_through_softmax(const LossParams& lp, AnyValues t, const float* probs, const float* scale,
-                                   float* grad, Index rows, Index cols, RunRows&& run_rows,
-                                   RunElements&& run_elements) {
+                                   float* grad, Index rows, Index cols, RunRows&& run_rows) {
   if (lp.kind == LossKind::categorical_crossentropy) {
     run_rows(rows, CategoricalCrossentropySoftmaxBackward{t, probs, scale, grad, cols, lp.label_smoothing});
     return true;
   }
   if (lp.kind == LossKind::sparse_categorical_crossentropy) {
-    run_elements(rows * cols, SparseCrossentropySoftmaxBackward{t, probs, scale, grad, cols});
+    run_rows(rows, SparseCrossentropySoftmaxBackward{t, probs, scale, grad, cols});
     return true;
   }
   return false;
