@@ -17,10 +17,10 @@ namespace {
 
 enum class Labels { sparse, one_hot, binary, regression, distribution };
 
-struct Setup {
+struct LossSetup {
   const char* name;
   const char* activation;
-  Index units;
+  int units;
   Labels labels;
   std::function<losses::LossPtr()> loss;
   std::function<std::vector<metrics::MetricPtr>()> metrics;
@@ -46,7 +46,7 @@ Tensor targets(Labels kind, Index n, Index units) {
   return Tensor::from_vector(y, {n, units});
 }
 
-std::map<std::string, double> train(const Setup& s, Device device) {
+std::map<std::string, double> train(const LossSetup& s, Device device) {
   set_random_seed(11);
   const Index n = 48;
   const Tensor x = testing::random_tensor({n, 5}, 4);
@@ -63,14 +63,16 @@ std::map<std::string, double> train(const Setup& s, Device device) {
   const callbacks::History h = model.fit(x, y, options);
   std::map<std::string, double> out;
   for (const std::string& key : h.keys()) out["fit " + key] = h[key].back();
-  for (const auto& [key, value] : model.train_on_batch(x, y, sample_weight).entries()) out["weighted " + key] = value;
-  for (const auto& [key, value] : model.test_on_batch(x, y, sample_weight).entries()) out["test " + key] = value;
+  const callbacks::Logs weighted = model.train_on_batch(x, y, sample_weight);
+  for (const auto& [key, value] : weighted.entries()) out["weighted " + key] = value;
+  const callbacks::Logs test = model.test_on_batch(x, y, sample_weight);
+  for (const auto& [key, value] : test.entries()) out["test " + key] = value;
   return out;
 }
 
-const std::vector<Setup>& setups() {
+const std::vector<LossSetup>& setups() {
   using namespace metrics;
-  static const std::vector<Setup> all = {
+  static const std::vector<LossSetup> all = {
       {"sparse categorical crossentropy", "softmax", 4, Labels::sparse,
        [] { return losses::SparseCategoricalCrossentropy(); },
        [] { return std::vector<MetricPtr>{SparseCategoricalAccuracy(), SparseTopKCategoricalAccuracy({.k = 2})}; }},
@@ -93,9 +95,20 @@ const std::vector<Setup>& setups() {
   return all;
 }
 
+// The comparison's harness on the CPU alone: every setup trains, and twice gives the same values bit for bit.
+TEST(LossesOnTheGpu, EverySetupTrainsReproduciblyOnTheCpu) {
+  for (const LossSetup& s : setups()) {
+    SCOPED_TRACE(s.name);
+    const auto a = train(s, Device::cpu()), b = train(s, Device::cpu());
+    EXPECT_GE(a.size(), 3u) << s.name;  // fit, weighted and test loss, then the metrics
+    EXPECT_EQ(a, b) << s.name;
+    for (const auto& [key, value] : a) EXPECT_TRUE(std::isfinite(value)) << s.name << ": " << key;
+  }
+}
+
 TEST(LossesOnTheGpu, EveryLossAndMetricMatchesTheCpu_CUDA) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
-  for (const Setup& s : setups()) {
+  for (const LossSetup& s : setups()) {
     const auto cpu = train(s, Device::cpu());
     const auto gpu = train(s, Device::cuda(0));
     ASSERT_EQ(cpu.size(), gpu.size()) << s.name;
