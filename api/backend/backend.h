@@ -361,7 +361,8 @@ class Backend {
   //   loss_forward                   per_example[r] = the loss of row r
   //   loss_backward                  grad = d(sum_r scale[r] per_example[r]) / d y_pred
   //   loss_backward_through_softmax  the same with respect to the logits of probs = softmax(logits):
-  //                                  scale[r] (probs * sum_j t_j - t) (categorical and sparse crossentropy only)
+  //                                  scale[r] (probs * sum_j t_j - t), t the (smoothed or one-hot) targets; another
+  //                                  kind than the crossentropies throws std::logic_error
   // A sparse label that is not a class index gives its row a NaN loss and NaN gradient (find_invalid_class finds
   // one).
   virtual void loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,

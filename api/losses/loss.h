@@ -14,9 +14,9 @@
 // otherwise). The backend of y_pred's device computes (backend.h, "losses and metrics"); y_true is read there,
 // copied there first when it lives elsewhere (the training loop stages it once per batch).
 //
-// Sparse labels are checked where they are read on the host: on the CPU a bad one throws std::invalid_argument.
-// A GPU does not stop the step to read them back: there a bad label makes its example's loss and gradient NaN,
-// as TensorFlow's GPU kernels do, which TerminateOnNaN and the logs show.
+// Sparse labels on the CPU are checked as they are read: a bad one throws std::invalid_argument. A GPU does not
+// stop the step to read them back: there a bad label makes its example's loss and gradient NaN, as TensorFlow's
+// GPU kernels do, which TerminateOnNaN and the logs show.
 #include <functional>
 #include <map>
 #include <memory>
