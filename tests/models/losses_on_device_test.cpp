@@ -117,21 +117,38 @@ TEST(LossesOnTheGpu, EveryLossAndMetricMatchesTheCpu_CUDA) {
   }
 }
 
-TEST(LossesOnTheGpu, AnInvalidSparseLabelIsTheSameErrorOnBothDevices_CUDA) {
+// A label that is not a class index: the CPU stops the step with an error naming it; a GPU does not stop the step
+// to read labels back, so that example's loss is NaN (as in TensorFlow's GPU kernels).
+TEST(LossesOnTheGpu, AnInvalidSparseLabelIsAnErrorOnTheCpuAndNaNOnAGpu_CUDA) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
-  const auto error_on = [](Device device) -> std::string {
+  const auto step_on = [](Device device) {
+    set_random_seed(2);
     Sequential model({InputLayer({.shape = {5}}), layers::Dense({.units = 3, .activation = "softmax"})});
     model.to(device);
     model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
-    try {
-      model.train_on_batch(testing::random_tensor({4, 5}, 1),
-                           Tensor::from_vector(std::vector<std::int32_t>{0, 1, 7, 2}, {4}));
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "no error";
+    return *model.train_on_batch(testing::random_tensor({4, 5}, 1),
+                                 Tensor::from_vector(std::vector<std::int32_t>{0, 1, 7, 2}, {4}))
+                .get("loss");
   };
-  EXPECT_EQ(error_on(Device::cuda(0)), error_on(Device::cpu()));
+  EXPECT_THROW(step_on(Device::cpu()), std::invalid_argument);
+  EXPECT_TRUE(std::isnan(step_on(Device::cuda(0))));
+}
+
+// The op behind the CPU's check, on a GPU: the first label that is not a class index, for each label dtype.
+TEST(LossesOnTheGpu, FindInvalidClassMatchesTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  const auto first_invalid = [](const Tensor& labels, Device device) {
+    const Tensor on = labels.to(device);
+    Tensor first(Shape{1}, DType::int64, device);
+    backend::get(device).find_invalid_class({on.raw_data(), on.dtype()}, on.numel(), 3, first.data<std::int64_t>());
+    return first.to(Device::cpu()).data<std::int64_t>()[0];
+  };
+  const Tensor labels[] = {Tensor::from_vector(std::vector<std::int32_t>{0, 1, 2, 2, 7, 1, -1}, {7}),
+                           Tensor::from_vector(std::vector<float>{0, 1, 2, 1.5f, 2, 1, 0}, {7}),
+                           Tensor::from_vector(std::vector<std::int32_t>{0, 1, 2, 2, 1, 1, 0}, {7})};
+  for (const Tensor& l : labels) EXPECT_EQ(first_invalid(l, Device::cuda(0)), first_invalid(l, Device::cpu()));
+  EXPECT_EQ(first_invalid(labels[0], Device::cpu()), 4);
+  EXPECT_EQ(first_invalid(labels[2], Device::cpu()), 7);
 }
 
 TEST(LossesOnTheGpu, MergedAndScalarMetricStatesMatchTheCpu_CUDA) {
