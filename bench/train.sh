@@ -7,11 +7,15 @@ epochs=${2:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 here=$(dirname "$0")
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, threads=$OMP_NUM_THREADS, epochs=$epochs, batch=128, $(date -u +%F)"
+# Keras runs when TensorFlow is installed; without it the table has Tower and PyTorch only.
+frameworks="torch keras"
+python3 -c "import tensorflow, keras" 2>/dev/null || { frameworks=torch; echo "keras: skipped (pip install tensorflow-cpu keras)"; }
 results=""
 for model in mlp convnet; do
   results+=$("$build/bin/bench_train" "$model" "$epochs")$'\n'
-  results+=$(python3 "$here/train_reference.py" torch "$model" "$epochs")$'\n'
-  results+=$(python3 "$here/train_reference.py" keras "$model" "$epochs" 2>/dev/null)$'\n'
+  for fw in $frameworks; do
+    results+=$(python3 "$here/train_reference.py" "$fw" "$model" "$epochs" 2>/dev/null)$'\n'
+  done
 done
 floor=$("$build/bin/bench_mlp_gemm_floor")
 python3 - "$results" "$floor" <<'PY'

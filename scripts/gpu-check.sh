@@ -4,7 +4,8 @@
 #   scripts/gpu-check.sh pack   on a build machine (no GPU needed): builds Tower with CUDA for the GPU
 #                               (CUDA_ARCH, default 90 = H100/H200), strips it and packs the programs, Tower's
 #                               libraries, the Debian libraries they need and Fashion-MNIST into
-#                               build-gpu/bundle.tar.xz (about 45 MiB).
+#                               build-gpu/bundle.tar.xz (about 45 MiB). GPU_BUILD=build packs the Release
+#                               build in build/ instead, when it was configured with CUDA for that GPU.
 #   scripts/gpu-check.sh run    on the GPU machine, in the source tree with build-gpu/bundle.tar.xz: unpacks
 #                               it, runs the op table on every GPU, every *_CUDA test, the Fashion-MNIST convnet
 #                               on the GPU and on the CPU (test accuracies must agree within 0.5 points) and the
@@ -21,9 +22,15 @@ mode=${1:-}
 
 pack() {
   set -e
-  local build=$bundle_dir/build stage=$bundle_dir/stage
-  cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_WITH_CUDA=ON -DTOWER_BUILD_GUI=OFF \
-        -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >/dev/null
+  # GPU_BUILD=build packs an existing Release build with CUDA for the same architecture (no second build).
+  local build=${GPU_BUILD:-$bundle_dir/build} stage=$bundle_dir/stage
+  [ "${build#/}" != "$build" ] || build=$here/$build
+  if [ -z "${GPU_BUILD:-}" ]; then
+    cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_WITH_CUDA=ON -DTOWER_BUILD_GUI=OFF \
+          -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >/dev/null
+  fi
+  grep -q "arch=compute_${CUDA_ARCH:-90}," "$build/build.ninja" ||
+    { echo "$build does not build CUDA code for architecture ${CUDA_ARCH:-90}" >&2; exit 2; }
   cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 fashion_mnist_convnet
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
   cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" "$build/bin/fashion_mnist_convnet" \

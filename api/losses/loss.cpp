@@ -68,6 +68,8 @@ std::vector<std::string> loss_types() { return registry().class_names(); }
 
 LossPtr loss_from_config(const Config& c) { return registry().from_config(c); }
 
+void Loss::check_host_targets(const Tensor&, const Shape&) const {}
+
 namespace detail {
 
 backend::AnyValues any_values(const Tensor& t) {
@@ -174,6 +176,13 @@ Config serialize(const std::string& type, const Config& arguments, const Config:
   out.set("class_name", type);
   out.set("config", config);
   return out;
+}
+
+void BackendLoss::check_host_targets(const Tensor& y_true, const Shape& y_pred) const {
+  if (params().kind != backend::LossKind::sparse_categorical_crossentropy || !y_true.device().is_cpu()) return;
+  check_shapes(y_true.shape(), y_pred);
+  const Index rows = per_example_shape(y_pred).numel();
+  check_class_labels(y_true, y_pred.numel() / std::max<Index>(rows, 1), name());
 }
 
 Tensor BackendLoss::labels_for(const Tensor& y_true, const Tensor& y_pred, Index& rows, Index& cols) const {

@@ -44,6 +44,10 @@ class Loss {
   // Throws std::invalid_argument when y_true does not fit y_pred (naming the loss and both shapes).
   // The default accepts y_true of y_pred's shape, up to a trailing axis of 1.
   virtual void check_shapes(const Shape& y_true, const Shape& y_pred) const;
+  // What can be checked of targets still in host memory before they go to y_pred's device, where checking
+  // them would make the step wait (sparse labels that are not class indices): throws std::invalid_argument as
+  // forward() on the CPU does. The default checks nothing.
+  virtual void check_host_targets(const Tensor& y_true, const Shape& y_pred) const;
   // Requires per_example of per_example_shape(y_pred) (any shape with that many elements). Overwrites it.
   virtual void forward(const Tensor& y_true, const Tensor& y_pred, Tensor& per_example) = 0;
   // grad = d(sum(scale * per_example)) / d(y_pred); overwrites grad. scale has per_example's element count,
@@ -109,6 +113,7 @@ class BackendLoss : public Loss {
   void backward(const Tensor& y_true, const Tensor& y_pred, const Tensor& scale, Tensor& grad) final;
   void backward_through_softmax(const Tensor& y_true, const Tensor& probs, const Tensor& scale,
                                 Tensor& grad_logits) final;
+  void check_host_targets(const Tensor& y_true, const Shape& y_pred) const override;
 
  protected:
   virtual backend::LossParams params() const = 0;

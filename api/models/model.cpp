@@ -472,8 +472,6 @@ void ModelImpl::to(Device device) {
 
 Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   require_graph("running the model");
-  // Layers built since the last move (and every weight, the first time) join the model's device.
-  if (!device().is_cpu()) move_variables(weights(), device());
   auto& slot = plans_[{batch_size, training}];
   if (slot && training) {
     // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale.
@@ -481,6 +479,8 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
     if (now != slot->trainable_weights()) slot.reset();
   }
   if (!slot) {
+    // Layers built since the last move (and every weight, the first time) join the model's device.
+    if (!device().is_cpu()) move_variables(weights(), device());
     PlanOptions o;
     o.batch_size = batch_size;
     o.training = training;

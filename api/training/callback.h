@@ -2,6 +2,7 @@
 // Callbacks, as in Keras: hooks the training loop calls around training, epochs and batches. Logs carry the
 // running values in Keras' order ("loss", then metrics, then "val_..."), plus for batches "size" (examples in
 // the batch).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,16 +19,36 @@ class ModelImpl;
 namespace tower::callbacks {
 
 // Ordered name -> value pairs.
+//
+// A batch's loss and metric values live on the model's device; the loop hands them over deferred (defer()): they
+// are read, once, when a callback first looks at them (get, contains, entries, empty) or copies the Logs. A step
+// whose callbacks look only at "size" (or at nothing) reads nothing back from the device, so a GPU is never made
+// to wait for the host between steps. A callback that keeps a batch's values copies the Logs (a copy holds the
+// values, read at the time of the copy).
 class Logs {
  public:
+  Logs() = default;
+  Logs(const Logs& other);
+  Logs& operator=(const Logs& other);
+  Logs(Logs&&) noexcept = default;
+  Logs& operator=(Logs&&) noexcept = default;
+
   void set(const std::string& key, double value);
+  // Values computed by `values` when first looked at; they come before the entries set here, and an entry set
+  // here wins over a deferred one of the same name. Replaces an earlier deferral that was not read yet.
+  void defer(std::function<Logs()> values);
+  // True while deferred values wait to be read: looking at them now costs a read from the device.
+  bool deferred() const { return static_cast<bool>(deferred_); }
+
   std::optional<double> get(const std::string& key) const;
   bool contains(const std::string& key) const { return get(key).has_value(); }
-  const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
-  bool empty() const { return entries_.empty(); }
+  const std::vector<std::pair<std::string, double>>& entries() const;
+  bool empty() const { return entries().empty(); }
 
  private:
-  std::vector<std::pair<std::string, double>> entries_;
+  void resolve() const;
+  mutable std::vector<std::pair<std::string, double>> entries_;
+  mutable std::function<Logs()> deferred_;
 };
 
 // What the loop tells callbacks before training (Keras' callback.params).

@@ -73,7 +73,9 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
 void ProgbarLogger::on_train_batch_end(std::int64_t batch, const Logs& logs) {
   examples_ += logs.get("size").value_or(0.0);
   update(batch + 1, logs, false);
-  if (!warned_non_finite_ && verbose_ > 0) warn_if_non_finite(batch, logs);
+  // Checked whenever the values are on the host anyway (a redraw or another callback read them): the bar never
+  // makes a step wait for the device just to look for a NaN. The epoch's end checks what the batches did not.
+  if (!warned_non_finite_ && verbose_ > 0 && !logs.deferred()) warn_if_non_finite(batch, logs);
 }
 
 void ProgbarLogger::warn_if_non_finite(std::int64_t batch, const Logs& logs) {
@@ -83,7 +85,7 @@ void ProgbarLogger::warn_if_non_finite(std::int64_t batch, const Logs& logs) {
     if (dynamic_ && verbose_ == 1 && drawn_) os << '\n';  // below the bar being drawn
     prev_width_ = 0;
     os << "Warning: " << k << " is " << format_value(v) << " at epoch " << epoch_ + 1 << ", batch " << batch + 1
-       << " (its first non-finite value): the training diverged. Lower the learning rate, or add TerminateOnNaN "
+       << " (the first non-finite value seen): the training diverged. Lower the learning rate, or add TerminateOnNaN "
           "to stop at the first invalid loss.\n"
        << std::flush;
     warned_non_finite_ = true;
@@ -94,6 +96,7 @@ void ProgbarLogger::warn_if_non_finite(std::int64_t batch, const Logs& logs) {
 void ProgbarLogger::on_epoch_end(int, const Logs& logs) {
   update(seen_, logs, true);
   learned_steps_ = seen_;
+  if (!warned_non_finite_ && verbose_ > 0 && seen_ > 0) warn_if_non_finite(seen_ - 1, logs);
 }
 
 void ProgbarLogger::on_test_begin(const Logs&) {

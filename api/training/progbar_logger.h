@@ -12,8 +12,10 @@
 // validation and print nothing; outside fit (evaluate) they draw their own bar. With unknown steps (-1) the
 // bar shows "n/Unknown" until the first epoch ends, whose count becomes the target of the next epochs.
 // A NaN or infinite value prints as "nan" / "inf" ("loss: nan"); the first one of a fit's training batches also
-// prints, once, "Warning: loss is nan at epoch E, batch B (its first non-finite value): the training diverged.
-// ..." (E and B 1-based), whatever the verbosity above 0.
+// prints, once, "Warning: loss is nan at epoch E, batch B (the first non-finite value seen): the training diverged.
+// ..." (E and B 1-based), whatever the verbosity above 0. Values are looked at only when they are on the host
+// anyway (a redraw, another callback that read them, the epoch's end), so B is the batch where the value was
+// first seen, which on a GPU can be later than the batch that made it.
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>

@@ -292,6 +292,11 @@ void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, I
   plan.forward();
   if (mode == Mode::predict) return;
   const Device device = plan.options().device;
+  // Targets still on the host are checked there: on a GPU the loss would not stop the step to read them back.
+  if (!device.is_cpu())
+    for (std::size_t o = 0; o < no; ++o)
+      if (batch[ni + o].device().is_cpu())
+        losses_[o]->check_host_targets(rows(batch[ni + o]), plan.output(static_cast<int>(o)).shape());
   LossInputs& in = sb.loss_inputs;
   stage_loss_inputs(in, batch, slot.begin, slot.end, device);
   for (std::size_t o = 0; o < no; ++o) {
@@ -441,9 +446,10 @@ std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::
       else cb.on_predict_batch_begin(s, Logs());
     });
     step(*batch, mode);
+    // The running values are read from the device only if a callback looks at them (Logs::defer).
     Logs l;
     if (mode != Mode::predict) {
-      l = logs();
+      l.defer([this] { return logs(); });
       l.set("size", static_cast<double>((*batch)[0].dim(0)));
     }
     each(cbs, [&](callbacks::Callback& cb) {

@@ -10,16 +10,12 @@
 
 #include "api/backend/backend.h"
 #include "api/core/random.h"
+#include "backend/backend_testing.h"
 
 namespace tower::backend {
 namespace {
 
-std::vector<float> random_values(Index n, std::uint64_t seed, float low, float high) {
-  Generator g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = g.uniform(low, high);
-  return v;
-}
+using backend_testing::random_values;
 
 struct Reference {
   std::vector<double> mean, variance, y, dx, dgamma, dbeta;

@@ -10,9 +10,12 @@
 
 #include "api/backend/backend.h"
 #include "api/core/random.h"
+#include "backend/backend_testing.h"
 
 namespace tower::backend {
 namespace {
+
+using backend_testing::random_values;
 
 struct Case {
   std::string name;
@@ -29,13 +32,6 @@ Conv2DParams with_out(Conv2DParams p) {
 Index x_size(const Conv2DParams& p) { return p.batch * p.in_h * p.in_w * p.in_c; }
 Index y_size(const Conv2DParams& p) { return p.batch * p.out_h * p.out_w * p.out_c; }
 Index w_size(const Conv2DParams& p) { return Index{p.kernel_h} * p.kernel_w * (p.in_c / p.groups) * p.out_c; }
-
-std::vector<float> random_values(Index n, std::uint64_t seed) {
-  Generator g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = g.uniform(-1.f, 1.f);
-  return v;
-}
 
 // Calls f(x_index, w_index, y_index) for every multiply of the convolution, in Keras layouts.
 template <class F> void for_each_tap(const Conv2DParams& p, F&& f) {

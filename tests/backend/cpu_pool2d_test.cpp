@@ -14,9 +14,16 @@
 
 #include "api/backend/backend.h"
 #include "api/core/random.h"
+#include "backend/backend_testing.h"
 
 namespace tower::backend {
 namespace {
+
+using namespace backend_testing;
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+  backend_testing::expect_close(actual, expected, what, 1e-5f);
+}
 
 // Fills out_h/out_w from the other fields.
 Pool2DParams with_out(Pool2DParams p) {
@@ -25,55 +32,6 @@ Pool2DParams with_out(Pool2DParams p) {
   return p;
 }
 
-Index x_size(const Pool2DParams& p) { return p.batch * p.in_h * p.in_w * p.channels; }
-Index y_size(const Pool2DParams& p) { return p.batch * p.out_h * p.out_w * p.channels; }
-
-// A random permutation of 0.05 * [0, n), shifted to be centred on zero: no two values are equal.
-std::vector<float> distinct_values(Index n, std::uint64_t seed) {
-  std::vector<Index> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), Index{0});
-  Generator g(seed);
-  for (Index i = n - 1; i > 0; --i)
-    std::swap(order[i], order[static_cast<Index>(g.next_u64() % static_cast<std::uint64_t>(i + 1))]);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (Index i = 0; i < n; ++i) v[i] = 0.05f * static_cast<float>(order[i] - n / 2);
-  return v;
-}
-
-std::vector<float> random_values(Index n, std::uint64_t seed) {
-  Generator g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = g.uniform(-1.f, 1.f);
-  return v;
-}
-
-// Calls f(y_index, list of x indices in the window, padding excluded) for every output element.
-template <class F>
-void for_each_window(const Pool2DParams& p, F&& f) {
-  std::vector<Index> window;
-  for (Index n = 0; n < p.batch; ++n)
-    for (Index oh = 0; oh < p.out_h; ++oh)
-      for (Index ow = 0; ow < p.out_w; ++ow)
-        for (Index c = 0; c < p.channels; ++c) {
-          window.clear();
-          for (Index kh = 0; kh < p.pool_h; ++kh)
-            for (Index kw = 0; kw < p.pool_w; ++kw) {
-              const Index ih = oh * p.stride_h - p.pad_top + kh, iw = ow * p.stride_w - p.pad_left + kw;
-              if (ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w)
-                window.push_back(((n * p.in_h + ih) * p.in_w + iw) * p.channels + c);
-            }
-          f(((n * p.out_h + oh) * p.out_w + ow) * p.channels + c, window);
-        }
-}
-
-void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  int bad = 0;
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    if (!(std::fabs(actual[i] - expected[i]) <= 1e-5f + 1e-5f * std::fabs(expected[i])) && ++bad <= 5)
-      ADD_FAILURE() << what << " element " << i << ": got " << actual[i] << ", expected " << expected[i];
-  EXPECT_EQ(bad, 0) << what;
-}
 
 struct Case {
   std::string name;

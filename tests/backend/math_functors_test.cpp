@@ -23,9 +23,12 @@
 #include "api/backend/math/reductions.h"
 #include "api/backend/math/softmax.h"
 #include "api/core/random.h"
+#include "backend/backend_testing.h"
 
 namespace tower::backend {
 namespace {
+
+using backend_testing::random_values;
 
 using Floats = std::vector<float>;
 
@@ -34,13 +37,6 @@ constexpr Index kN = 7 * 13 * 5 * 3;  // 1365
 constexpr Index kLarge = 100003;
 
 Backend& cpu() { return get(Device::cpu()); }
-
-Floats random_values(Index n, std::uint64_t seed, float low = -1.f, float high = 1.f) {
-  Generator g(seed);
-  Floats v(static_cast<std::size_t>(n));
-  for (float& x : v) x = g.uniform(low, high);
-  return v;
-}
 
 // Small integers: every sum of a few thousand of them is exact in float, whatever the order.
 Floats integer_values(Index n, std::uint64_t seed) {

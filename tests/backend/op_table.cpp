@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/backend_testing.h"
 #include "backend/optimizer_reference.h"
 
 namespace tower::testing {
@@ -516,6 +517,8 @@ void conv_cases(std::vector<OpCase>& t) {
 
 // ---- pooling -----------------------------------------------------------------------------------------------------------
 
+using backend::backend_testing::for_each_window;
+
 Pool2DParams pool_params(PoolKind kind, Index in_h, Index in_w, int size, int stride, int pt, int pb, int pl, int pr) {
   Pool2DParams p;
   p.kind = kind;
@@ -526,25 +529,6 @@ Pool2DParams pool_params(PoolKind kind, Index in_h, Index in_w, int size, int st
   p.out_h = (in_h + pt + pb - size) / stride + 1;
   p.out_w = (in_w + pl + pr - size) / stride + 1;
   return p;
-}
-
-// Calls f(y index, list of x indices of its window inside the image) for every output.
-template <class F>
-void for_each_window(const Pool2DParams& p, F f) {
-  std::vector<Index> window;
-  for (Index b = 0; b < p.batch; ++b)
-    for (Index oh = 0; oh < p.out_h; ++oh)
-      for (Index ow = 0; ow < p.out_w; ++ow)
-        for (Index c = 0; c < p.channels; ++c) {
-          window.clear();
-          for (Index kh = 0; kh < p.pool_h; ++kh)
-            for (Index kw = 0; kw < p.pool_w; ++kw) {
-              const Index ih = oh * p.stride_h - p.pad_top + kh, iw = ow * p.stride_w - p.pad_left + kw;
-              if (ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w)
-                window.push_back(((b * p.in_h + ih) * p.in_w + iw) * p.channels + c);
-            }
-          f(((b * p.out_h + oh) * p.out_w + ow) * p.channels + c, window);
-        }
 }
 
 void pool_cases(std::vector<OpCase>& t) {

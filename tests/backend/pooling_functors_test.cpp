@@ -13,9 +13,16 @@
 #include "api/backend/backend.h"
 #include "api/backend/math/pooling.h"
 #include "api/core/random.h"
+#include "backend/backend_testing.h"
 
 namespace tower::backend {
 namespace {
+
+using namespace backend_testing;
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+  backend_testing::expect_close(actual, expected, what, 1e-6f);
+}
 
 // The parameters Keras' MaxPooling2D / AveragePooling2D pass for a square window and stride on [2, in_h, in_w, 5]:
 // "same" pads (out - 1) * stride + pool - in in total, the odd one at the bottom/right.
@@ -41,41 +48,11 @@ std::string describe(const Pool2DParams& p) {
          std::to_string(p.pad_left) + " r" + std::to_string(p.pad_right);
 }
 
-Index x_size(const Pool2DParams& p) { return p.batch * p.in_h * p.in_w * p.channels; }
-Index y_size(const Pool2DParams& p) { return p.batch * p.out_h * p.out_w * p.channels; }
-
-// A random permutation of 0.05 * [0, n), centred on zero: no two values are equal.
-std::vector<float> distinct_values(Index n, std::uint64_t seed) {
-  std::vector<Index> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), Index{0});
-  Generator g(seed);
-  for (Index i = n - 1; i > 0; --i)
-    std::swap(order[i], order[static_cast<Index>(g.next_u64() % static_cast<std::uint64_t>(i + 1))]);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (Index i = 0; i < n; ++i) v[i] = 0.05f * static_cast<float>(order[i] - n / 2);
-  return v;
-}
-
-std::vector<float> random_values(Index n, std::uint64_t seed) {
-  Generator g(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = g.uniform(-1.f, 1.f);
-  return v;
-}
 
 // f(i) for every i in [0, n): the host form of the CUDA backend's for_each.
 template <class F>
 void run(Index n, const F& f) {
   for (Index i = 0; i < n; ++i) f(i);
-}
-
-void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  int bad = 0;
-  for (std::size_t i = 0; i < actual.size(); ++i)
-    if (!(std::fabs(actual[i] - expected[i]) <= 1e-6f + 1e-6f * std::fabs(expected[i])) && ++bad <= 5)
-      ADD_FAILURE() << what << " element " << i << ": got " << actual[i] << ", expected " << expected[i];
-  EXPECT_EQ(bad, 0) << what;
 }
 
 // Every shape the brief of the functors names: 2x2 and 3x3 windows, strides 1 and 2, "valid" and "same", on

@@ -156,7 +156,7 @@ TEST(ProgbarLogger, ANaNLossPrintsAsNanWithOneWarningNamingWhereItAppeared) {
     const std::vector<std::string> lines = lines_of(text);
     ASSERT_EQ(lines.size(), 7u) << text;
     EXPECT_EQ(lines[3],
-              "Warning: loss is nan at epoch 2, batch 2 (its first non-finite value): the training diverged. Lower "
+              "Warning: loss is nan at epoch 2, batch 2 (the first non-finite value seen): the training diverged. Lower "
               "the learning rate, or add TerminateOnNaN to stop at the first invalid loss.");
     EXPECT_TRUE(std::regex_search(lines[4], std::regex(" - loss: nan$"))) << lines[4];
     EXPECT_EQ(text.find("-nan"), std::string::npos) << text;

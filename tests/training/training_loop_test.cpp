@@ -113,5 +113,83 @@ TEST(TrainingLoop, APredictBatchWithTooFewComponentsNamesTheModel) {
   }
 }
 
+// A metric that counts how often its value is read.
+class CountingAccuracy : public metrics::Metric {
+ public:
+  explicit CountingAccuracy(int* reads)
+      : Metric("SparseCategoricalAccuracy", "accuracy"), inner_(metrics::SparseCategoricalAccuracy()), reads_(reads) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& w) override {
+    inner_->update_state(y_true, y_pred, w);
+  }
+  double result() const override {
+    ++*reads_;
+    return inner_->result();
+  }
+  void reset_state() override { inner_->reset_state(); }
+  void merge_state(const Metric& other) override { inner_->merge_state(other); }
+  std::shared_ptr<Metric> clone() const override { return std::make_shared<CountingAccuracy>(reads_); }
+  Config get_config() const override { return inner_->get_config(); }
+
+ private:
+  metrics::MetricPtr inner_;
+  int* reads_;
+};
+
+// Reads a batch's "loss" in on_train_batch_end.
+class LossReader : public callbacks::Callback {
+ public:
+  std::vector<double> losses;
+  void on_train_batch_end(std::int64_t, const callbacks::Logs& l) override { losses.push_back(*l.get("loss")); }
+};
+
+// The batch logs are read from the device only when a callback looks at them: "size" alone (the Recorder) reads
+// nothing, so an epoch of three batches reads the metric once, for the epoch's logs; a callback that reads the
+// loss makes every batch read, and sees the running values.
+TEST(TrainingLoop, BatchLogsAreReadOnlyWhenACallbackLooksAtThem) {
+  Sequential model = small_model();
+  int reads = 0;
+  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(),
+                {std::make_shared<CountingAccuracy>(&reads)});
+  const Tensor x = inputs(12);
+  const Tensor y = Tensor::from_vector(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}, {12});
+  auto rec = std::make_shared<Recorder>();
+  model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .callbacks = {rec}, .shuffle = false});
+  EXPECT_EQ(rec->seen.size(), 6u);
+  EXPECT_EQ(reads, 1);
+  reads = 0;
+  auto reader = std::make_shared<LossReader>();
+  const callbacks::History h2 =
+      model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .callbacks = {reader}, .shuffle = false});
+  EXPECT_EQ(reads, 4);
+  ASSERT_EQ(reader->losses.size(), 3u);
+  EXPECT_DOUBLE_EQ(reader->losses.back(), h2["loss"].back());
+}
+
+TEST(TrainingLoop, DeferredLogsComputeOnceWhenLookedAtAndCopiesHoldTheValues) {
+  int computed = 0;
+  callbacks::Logs logs;
+  logs.defer([&] {
+    ++computed;
+    callbacks::Logs v;
+    v.set("loss", 0.5);
+    v.set("size", 99);  // an entry set on the logs themselves wins
+    return v;
+  });
+  logs.set("size", 4);
+  EXPECT_TRUE(logs.deferred());
+  EXPECT_EQ(logs.get("size"), 4.0);
+  EXPECT_EQ(computed, 0);
+  const callbacks::Logs copy = logs;  // a copy reads the values
+  EXPECT_EQ(computed, 1);
+  EXPECT_FALSE(logs.deferred());
+  EXPECT_EQ(copy.get("loss"), 0.5);
+  EXPECT_EQ(logs.get("loss"), 0.5);
+  ASSERT_EQ(logs.entries().size(), 2u);
+  EXPECT_EQ(logs.entries()[0].first, "loss");  // deferred values first, in Keras' order
+  EXPECT_EQ(logs.entries()[1], (std::pair<std::string, double>{"size", 4.0}));
+  EXPECT_EQ(computed, 1);
+  EXPECT_FALSE(logs.contains("accuracy"));
+}
+
 }  // namespace
 }  // namespace tower

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backend/conv2d_checks.h"
 #include "api/backend/cpu/dnnl_context.h"
 
 namespace tower::backend::cpu {
@@ -16,33 +17,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 using DT = memory::data_type;
-
-std::string describe(const Conv2DParams& p) {
-  const auto s = [](auto v) { return std::to_string(v); };
-  return "input [" + s(p.batch) + ", " + s(p.in_h) + ", " + s(p.in_w) + ", " + s(p.in_c) + "], output [" +
-         s(p.batch) + ", " + s(p.out_h) + ", " + s(p.out_w) + ", " + s(p.out_c) + "], kernel " + s(p.kernel_h) +
-         "x" + s(p.kernel_w) + ", strides " + s(p.stride_h) + "x" + s(p.stride_w) + ", dilation " +
-         s(p.dilation_h) + "x" + s(p.dilation_w) + ", padding (" + s(p.pad_top) + ", " + s(p.pad_bottom) + ", " +
-         s(p.pad_left) + ", " + s(p.pad_right) + "), groups " + s(p.groups) + (p.relu ? ", relu" : "");
-}
-
-Index conv_out_size(Index in, int kernel, int stride, int dilation, int pad_before, int pad_after) {
-  const Index span = static_cast<Index>(kernel - 1) * dilation + 1;
-  const Index padded = in + pad_before + pad_after - span;
-  return padded < 0 ? 0 : padded / stride + 1;
-}
-
-void validate(const Conv2DParams& p) {
-  const bool positive = p.batch > 0 && p.in_h > 0 && p.in_w > 0 && p.in_c > 0 && p.out_c > 0 && p.kernel_h > 0 &&
-                        p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 &&
-                        p.dilation_w > 0 && p.groups > 0;
-  const bool pads = p.pad_top >= 0 && p.pad_bottom >= 0 && p.pad_left >= 0 && p.pad_right >= 0;
-  if (!positive || !pads || p.in_c % p.groups != 0 || p.out_c % p.groups != 0 ||
-      p.out_h != conv_out_size(p.in_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom) ||
-      p.out_w != conv_out_size(p.in_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.pad_right) ||
-      p.out_h <= 0 || p.out_w <= 0)
-    throw std::invalid_argument("make_conv2d: inconsistent parameters: " + describe(p));
-}
 
 // The Keras kernel [kh, kw, in/groups, out] described in oneDNN's logical order: (oc, ic, kh, kw), or
 // (g, oc/g, ic/g, kh, kw) when grouped. Output channel o belongs to group o / (out/groups), as in TF.
@@ -127,7 +101,7 @@ CpuConv2DOp::Staged CpuConv2DOp::stage(const memory::desc& wanted, const memory&
 
 CpuConv2DOp::CpuConv2DOp(const Conv2DParams& p)
     : context_(dnnl_context()), rows_(p.batch * p.out_h * p.out_w), out_c_(p.out_c) {
-  validate(p);
+  validate_conv2d(p);
   using namespace dnnl;
   const engine& eng = context_.engine;
   const memory::desc x_md({p.batch, p.in_c, p.in_h, p.in_w}, DT::f32, Tag::nhwc);

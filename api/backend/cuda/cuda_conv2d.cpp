@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backend/conv2d_checks.h"
 #include "api/backend/cuda/cuda_backend.h"
 #include "api/backend/cuda/cudnn_conv_layout.h"
 #include "api/backend/cuda/cudnn_descriptors.h"
@@ -26,38 +27,9 @@ cudnnHandle_t CudaBackend::cudnn() {
 
 namespace {
 
-// "(8, 32, 32, 3) * (3, 3, 3, 16) -> (8, 16, 16, 16)": input, Keras kernel [kh, kw, in/groups, out], output.
-std::string shapes(const Conv2DParams& p) {
-  const Index group_c = p.groups > 0 ? p.in_c / p.groups : p.in_c;
-  std::string text = Shape{p.batch, p.in_h, p.in_w, p.in_c}.to_string();
-  text += " * " + Shape{p.kernel_h, p.kernel_w, group_c, p.out_c}.to_string();
-  return text + " -> " + Shape{p.batch, p.out_h, p.out_w, p.out_c}.to_string();
-}
-
-std::string describe(const Conv2DParams& p) {
-  const auto s = [](int v) { return std::to_string(v); };
-  return shapes(p) + ", strides " + s(p.stride_h) + "x" + s(p.stride_w) + ", dilation " + s(p.dilation_h) + "x" +
-         s(p.dilation_w) + ", padding (" + s(p.pad_top) + ", " + s(p.pad_bottom) + ", " + s(p.pad_left) + ", " +
-         s(p.pad_right) + "), groups " + s(p.groups) + (p.relu ? ", relu" : "");
-}
-
-Index conv_out_size(Index in, int kernel, int stride, int dilation, int pad_before, int pad_after) {
-  const Index span = static_cast<Index>(kernel - 1) * dilation + 1;
-  const Index padded = in + pad_before + pad_after - span;
-  return padded < 0 ? 0 : padded / stride + 1;
-}
-
-// The CPU backend's checks, and cuDNN's: its dimensions and strides are ints.
+// The checks of every backend, and cuDNN's: its dimensions and strides are ints.
 void validate(const Conv2DParams& p) {
-  const bool positive = p.batch > 0 && p.in_h > 0 && p.in_w > 0 && p.in_c > 0 && p.out_c > 0 && p.kernel_h > 0 &&
-                        p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0 &&
-                        p.groups > 0;
-  const bool pads = p.pad_top >= 0 && p.pad_bottom >= 0 && p.pad_left >= 0 && p.pad_right >= 0;
-  if (!positive || !pads || p.in_c % p.groups != 0 || p.out_c % p.groups != 0 ||
-      p.out_h != conv_out_size(p.in_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.pad_bottom) ||
-      p.out_w != conv_out_size(p.in_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.pad_right) || p.out_h <= 0 ||
-      p.out_w <= 0)
-    throw std::invalid_argument("make_conv2d: inconsistent parameters: " + describe(p));
+  validate_conv2d(p);
   const Index padded_h = p.in_h + p.pad_top + p.pad_bottom, padded_w = p.in_w + p.pad_left + p.pad_right;
   for (Index v : {p.batch, padded_h * padded_w * p.in_c, p.out_h * p.out_w * p.out_c, p.in_c, p.out_c})
     if (v > INT_MAX) throw std::invalid_argument("make_conv2d: a dimension exceeds cuDNN's int range: " + describe(p));
@@ -134,7 +106,7 @@ class CudaConv2D final : public Conv2DOp {
 CudaConv2D::CudaConv2D(CudaBackend& backend, const Conv2DParams& p)
     : backend_(backend),
       p_(p),
-      shapes_(shapes(p)),
+      shapes_(describe(p)),
       layout_(cudnn_conv_layout(p)),
       weights_bytes_(static_cast<std::size_t>(p.kernel_h) * p.kernel_w * (p.in_c / p.groups) * p.out_c * sizeof(float)),
       padded_bytes_(layout_.padded()

@@ -188,6 +188,15 @@ struct SparseCrossentropyForward {
   }
 };
 
+// The class of row r's sparse label; -1, with the row's gradient g[0, cols) set to NaN, when the label is not a
+// class index (a bad label poisons the step instead of indexing out of bounds).
+TOWER_HD Index sparse_class_or_nan_row(const AnyValues& labels, Index r, Index cols, float* g) {
+  const double label = value_at(labels, r);
+  if (is_class_index(label, cols)) return static_cast<Index>(label);
+  for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(quiet_nan());
+  return -1;
+}
+
 // Over rows: scale[r] (softmax(p) - onehot(y)) for logits; scale[r] (1 / sum_j c_j - onehot(y) / p) for
 // probabilities, 0 where p is clipped.
 struct SparseCrossentropyBackward {
@@ -200,12 +209,8 @@ struct SparseCrossentropyBackward {
   TOWER_HD void operator()(Index r) const {
     const float* row = p + r * cols;
     float* g = grad + r * cols;
-    const double label = value_at(labels, r);
-    if (!is_class_index(label, cols)) {
-      for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(quiet_nan());
-      return;
-    }
-    const Index y = static_cast<Index>(label);
+    const Index y = sparse_class_or_nan_row(labels, r, cols, g);
+    if (y < 0) return;
     const double sc = scale[r];
     if (from_logits) {
       float m = row[0];
@@ -237,12 +242,8 @@ struct SparseCrossentropySoftmaxBackward {
   TOWER_HD void operator()(Index r) const {
     const float* p = probs + r * cols;
     float* g = grad + r * cols;
-    const double label = value_at(labels, r);
-    if (!is_class_index(label, cols)) {
-      for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(quiet_nan());
-      return;
-    }
-    const Index y = static_cast<Index>(label);
+    const Index y = sparse_class_or_nan_row(labels, r, cols, g);
+    if (y < 0) return;
     const double sc = scale[r];
     for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(sc * (p[j] - (j == y ? 1.0 : 0.0)));
   }

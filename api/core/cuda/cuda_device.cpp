@@ -7,6 +7,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "api/core/staging.h"
 
 namespace tower::cuda {
 
@@ -43,10 +46,60 @@ class CudaRawAllocator final : public RawAllocator {
   int index_;
 };
 
+// Host-to-device copies of one GPU: pinned buffers, sent on the GPU's copy stream, each buffer with an event that
+// the compute stream waits for.
+class CudaStagingOps final : public StagingOps {
+ public:
+  CudaStagingOps(int index, cudaStream_t compute, int slots) : index_(index), compute_(compute) {
+    set_device(index);
+    const std::string where = " on cuda:" + std::to_string(index);
+    check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "creating the copy stream" + where);
+    check(cudaEventCreateWithFlags(&compute_point_, cudaEventDisableTiming), "cudaEventCreate" + where);
+    events_.resize(static_cast<std::size_t>(slots));
+    for (cudaEvent_t& e : events_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate" + where);
+  }
+  void* allocate_pinned(std::size_t bytes) override {
+    void* ptr = nullptr;
+    check(cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault),
+          "allocating " + std::to_string(bytes) + " bytes of pinned host memory for cuda:" + std::to_string(index_));
+    return ptr;
+  }
+  void free_pinned(void* ptr) override { cudaFreeHost(ptr); }
+  void begin_upload() override {
+    set_device(index_);
+    check(cudaEventRecord(compute_point_, compute_), "ordering an upload to cuda:" + std::to_string(index_));
+    check(cudaStreamWaitEvent(copy_, compute_point_, 0), "ordering an upload to cuda:" + std::to_string(index_));
+  }
+  void wait(int slot) override {
+    check(cudaEventSynchronize(events_[static_cast<std::size_t>(slot)]),
+          "waiting for an upload to cuda:" + std::to_string(index_));
+  }
+  void copy(void* dst, const void* pinned, std::size_t bytes, int slot) override {
+    const std::string what = "copying " + std::to_string(bytes) + " bytes from cpu to cuda:" + std::to_string(index_);
+    cudaEvent_t done = events_[static_cast<std::size_t>(slot)];
+    check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, copy_), what);
+    check(cudaEventRecord(done, copy_), what);
+    check(cudaStreamWaitEvent(compute_, done, 0), what);
+  }
+
+ private:
+  int index_;
+  cudaStream_t compute_;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t compute_point_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+};
+
+// Uploads go through 4 pinned buffers of 4 MiB: a batch of MobileNetV2 images (38 MiB at 64 x 224 x 224 x 3)
+// is sent in chunks while the host fills the next buffer.
+constexpr int kStagingSlots = 4;
+constexpr std::size_t kStagingSlotBytes = std::size_t{4} << 20;
+
 struct PerDevice {
   std::once_flag once;
   cudaStream_t stream = nullptr;
   std::unique_ptr<CachingAllocator> allocator;
+  std::unique_ptr<StagingRing> staging;
 };
 
 std::array<PerDevice, kMaxDevices>& devices() {
@@ -64,6 +117,8 @@ PerDevice& device_state(int index) {
     check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cudaStreamCreate on cuda:" +
                                                                           std::to_string(index));
     d.allocator = std::make_unique<CachingAllocator>(std::make_unique<CudaRawAllocator>(index), 256);
+    d.staging = std::make_unique<StagingRing>(std::make_unique<CudaStagingOps>(index, d.stream, kStagingSlots),
+                                              kStagingSlots, kStagingSlotBytes);
   });
   return d;
 }
@@ -131,12 +186,16 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
           what);
     return;
   }
-  const int gpu = dst_device.is_cuda() ? dst_device.index : src_device.index;
-  auto s = static_cast<cudaStream_t>(stream(gpu));
-  set_device(gpu);
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), what);
-  // The host's bytes must have arrived (device to host), or been read (host to device: the caller may free or
-  // change them as soon as this returns).
+  if (dst_device.is_cuda()) {
+    // Through pinned buffers on the copy stream: the host does not wait for the GPU's queued work.
+    set_device(dst_device.index);
+    device_state(dst_device.index).staging->upload(dst, src, bytes);
+    return;
+  }
+  auto s = static_cast<cudaStream_t>(stream(src_device.index));
+  set_device(src_device.index);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what);
+  // The host's bytes must have arrived.
   check(cudaStreamSynchronize(s), what);
 }
 

@@ -3,8 +3,10 @@
 // installed) and free of CUDA headers, so host code includes it without nvcc. Streams travel as void* (a
 // cudaStream_t); the backend casts them back.
 //
-// Every piece of work on GPU i (copies, fills, kernels, library calls) is queued on stream(i), one stream per
-// GPU, so it runs in the order it was issued; the caching allocator relies on that to reuse a freed block at once.
+// Every piece of work on GPU i (fills, kernels, library calls, copies but uploads) is queued on stream(i), one
+// compute stream per GPU, so it runs in the order it was issued; the caching allocator relies on that to reuse a
+// freed block at once. Uploads from the host run on a second, copy stream, ordered after the compute work queued
+// before them and before the compute work queued after them (events), so they never block the host.
 #include <cstddef>
 #include <string>
 
@@ -31,7 +33,9 @@ void check(int status, const std::string& what);
 Allocator& allocator(int index);
 
 // Memory operations for device_memory.h, queued on the GPU's stream. A copy into host memory returns once the
-// bytes have arrived; a copy between two GPUs waits for the source GPU's stream first.
+// bytes have arrived; a copy from host memory goes through pinned buffers on the GPU's copy stream (core/staging.h)
+// and returns without waiting for the GPU, work queued after it seeing the bytes; a copy between two GPUs waits
+// for the source GPU's stream first.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 void fill_bytes(void* dst, int index, std::size_t bytes, unsigned char value);
 void fill_floats(float* dst, int index, std::size_t n, float value);  // cuda_fill.cu
