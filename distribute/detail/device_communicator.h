@@ -2,8 +2,8 @@
 // Collectives between replicas on devices: the sum of float buffers over the ranks of a group, in place, in the
 // device memory of each rank. NCCL implements it between GPUs (nccl_communicator.cpp: one communicator per
 // strategy, one rank per GPU, the ranks of other workers joined through a unique id broadcast over MPI);
-// InProcessCommunicator implements it in host memory between threads of this process, and records every call,
-// for the tests and for CPU replicas.
+// InProcessCommunicator implements it in host memory between threads of this process and records every call: the
+// tests inject it into NcclAllReduce to run that op's logic on CPU replicas.
 //
 // This process drives local_size() ranks (its replicas), numbered 0 .. local_size() - 1 here and
 // global_rank(local) in the whole group. Every rank makes the same sequence of calls with the same counts; the
@@ -48,7 +48,7 @@ class DeviceCommunicator {
 
 // In-process ranks over host memory: all ranks are local (local rank == global rank). A call returns once every
 // rank has made it and the sum (added in rank order, so identical on every rank and in every run) is in every
-// rank's buffer. Thread-safe; allocates per call (it serves tests and CPU replicas, not the GPU step).
+// rank's buffer. Thread-safe; allocates per call (it serves the tests, not a training step's fast path).
 class InProcessCommunicator final : public DeviceCommunicator {
  public:
   // One call as a rank made it: the order of a rank's calls is the order of its entries in calls().
