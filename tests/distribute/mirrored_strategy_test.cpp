@@ -14,6 +14,7 @@
 
 #include "distribute/detail/device_communicator.h"
 #include "distribute/detail/gradient_buckets.h"
+#include "distribute/detail/mirrored_replicas.h"
 #include "distribute/replica_testing.h"
 #include "tower/tower.h"
 
@@ -328,6 +329,27 @@ TEST(MirroredStrategy, BadDevicesThrowClearErrors) {
       << m;
   m = message([] { distribute::OneDeviceStrategy s("cpu:x"); });
   EXPECT_NE(m.find("OneDeviceStrategy: unknown device 'cpu:x'"), std::string::npos) << m;
+}
+
+// GPU replicas share the model's weights, so they must be logical GPUs of one physical GPU; replicas on two
+// physical GPUs are refused before anything runs (checked without a GPU: the devices are given, not parsed).
+TEST(MirroredStrategy, GpuReplicasMustShareOneGpu) {
+  Model m = testing::small_convnet(false, false);
+  const distribute::CrossDeviceOpsPtr ops = distribute::ReductionToOneDevice();
+  EXPECT_NO_THROW(distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(1, 2), ops, nullptr,
+                                                       "MirroredStrategy"));
+  try {
+    distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(2, 1), ops, nullptr, "MirroredStrategy");
+    ADD_FAILURE() << "replicas on cuda:0 and cuda:1 were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("MirroredStrategy: replicas on gpu:0 (cuda:0) and gpu:1 (cuda:1) would each "
+                                         "need a copy of the weights"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(distribute::detail::MirroredReplicas(m.impl(), {{"cpu:0", Device::cpu()}}, ops, nullptr, "", 0),
+               std::invalid_argument);
+  EXPECT_THROW(distribute::MirroredStrategy({"cpu:0"}, nullptr, {.bucket_cap_bytes = 0}), std::invalid_argument);
 }
 
 TEST(MirroredStrategy, DefaultDevicesAreTheGpusElseTheCpu) {
