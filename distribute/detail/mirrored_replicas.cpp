@@ -16,7 +16,7 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
                                    std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
       who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
-      last_plan_(static_cast<std::size_t>(local_), nullptr), parts_(static_cast<std::size_t>(local_), nullptr),
+      last_plan_(static_cast<std::size_t>(local_), nullptr),
       errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()), bucket_cap_bytes_(bucket_cap_bytes),
       turns_(static_cast<std::size_t>(local_), nullptr) {
   if (bucket_cap_bytes_ == 0) throw std::invalid_argument(who_ + "the gradient bucket cap must be at least one byte");
@@ -134,7 +134,6 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
         throw std::logic_error(who_ + "replica " + std::to_string(r) + "'s gradients have " +
                                std::to_string(flat.numel()) + " values, the model's trainable weights " +
                                std::to_string(reduced_count_));
-      parts_[static_cast<std::size_t>(r)] = flat.data<float>();
       trackers_[static_cast<std::size_t>(r)].reset();
       for (std::size_t b = 0; b < buckets_.size(); ++b)
         bucket_parts_[b][static_cast<std::size_t>(r)] = flat.data<float>() + buckets_[b].begin;

@@ -82,7 +82,6 @@ class MirroredReplicas final : public tower::detail::Replicas {
   const tower::detail::ReplicaWork* work_ = nullptr;
   int active_ = 0;
   bool reduce_in_threads_ = false;
-  std::vector<float*> parts_;
   std::vector<std::exception_ptr> errors_;
   std::uint64_t seed_;
   // Summed gradients: one flat buffer with a view per trainable weight.
