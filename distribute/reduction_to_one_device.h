@@ -2,8 +2,8 @@
 // ReductionToOneDevice (tf.distribute.ReductionToOneDevice): the replica on reduce_to_device sums every
 // replica's gradients alone, in replica order, while the others wait. reduce_to_device is one of the strategy's
 // devices ("cpu:1"); empty means the first. When that replica has no rows in a step (a short last batch), the
-// first replica does the sum. On GPUs that replica's thread adds the buffers with the backend's add kernel into the
-// first replica's buffer, on its GPU (device copies bring buffers of other GPUs there first).
+// first replica does the sum. On GPUs that replica's thread adds the buffers with the backend's add kernel into
+// `out`, on the first replica's GPU (device copies bring buffers of other GPUs there first).
 #include "distribute/cross_device_ops.h"
 
 namespace tower::distribute {
