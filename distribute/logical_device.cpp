@@ -1,7 +1,9 @@
 #include "distribute/logical_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace tower::distribute {
@@ -18,7 +20,40 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
+// 0 until set or read from the environment.
+std::atomic<int> per_gpu_setting{0};
+
+int logical_gpu_count() { return cuda_device_count() * logical_gpus_per_gpu(); }
+
 }  // namespace
+
+void set_logical_gpus_per_gpu(int per_gpu) {
+  if (per_gpu < 1)
+    throw std::invalid_argument("set_logical_gpus_per_gpu: each GPU must appear as at least 1 logical GPU, got " +
+                                std::to_string(per_gpu));
+  per_gpu_setting.store(per_gpu);
+}
+
+int logical_gpus_per_gpu() {
+  if (const int set = per_gpu_setting.load(); set > 0) return set;
+  int per_gpu = 1;
+  if (const char* text = std::getenv("TOWER_LOGICAL_GPUS"); text && *text) {
+    if (!all_digits(text) || std::stoi(text) < 1)
+      throw std::invalid_argument(std::string("TOWER_LOGICAL_GPUS='") + text +
+                                  "' is not a whole number >= 1 (the logical GPUs each physical GPU appears as)");
+    per_gpu = std::stoi(text);
+  }
+  int expected = 0;
+  per_gpu_setting.compare_exchange_strong(expected, per_gpu);
+  return per_gpu_setting.load();
+}
+
+std::vector<LogicalDevice> logical_gpus(int physical, int per_gpu) {
+  std::vector<LogicalDevice> out;
+  for (int p = 0; p < physical; ++p)
+    for (int j = 0; j < per_gpu; ++j) out.push_back({"gpu:" + std::to_string(p * per_gpu + j), Device::cuda(p)});
+  return out;
+}
 
 std::string message_prefix(const std::string& who) {
   if (who.empty() || (who.size() >= 2 && who.compare(who.size() - 2, 2, ": ") == 0)) return who;
@@ -29,7 +64,9 @@ std::string available_devices() {
   std::string out = "cpu:0, cpu:1, ... (logical CPU devices, any index)";
   const int gpus = cuda_device_count();
   if (gpus == 0) return out + "; no GPU visible";
-  for (int i = 0; i < gpus; ++i) out += ", gpu:" + std::to_string(i);
+  const int per_gpu = logical_gpus_per_gpu();
+  for (const LogicalDevice& d : logical_gpus(gpus, per_gpu))
+    out += ", " + d.name + (per_gpu > 1 ? " (on " + d.device.to_string() + ")" : "");
   return out;
 }
 
@@ -52,15 +89,14 @@ LogicalDevice parse_logical_device(const std::string& name, const std::string& c
   const int i = std::stoi(index);
   if (kind == "cpu") return {"cpu:" + index, Device::cpu()};
   if (kind == "gpu" || kind == "cuda") {
-    if (i >= cuda_device_count()) throw unknown(" (no such GPU)");
-    return {"gpu:" + std::to_string(i), Device::cuda(i)};
+    if (i >= logical_gpu_count()) throw unknown(" (no such GPU)");
+    return {"gpu:" + std::to_string(i), Device::cuda(i / logical_gpus_per_gpu())};
   }
   throw unknown("");
 }
 
 std::vector<LogicalDevice> default_devices() {
-  std::vector<LogicalDevice> out;
-  for (int i = 0; i < cuda_device_count(); ++i) out.push_back({"gpu:" + std::to_string(i), Device::cuda(i)});
+  std::vector<LogicalDevice> out = logical_gpus(cuda_device_count(), logical_gpus_per_gpu());
   if (out.empty()) out.push_back({"cpu:0", Device::cpu()});
   return out;
 }

@@ -5,14 +5,20 @@
 //   MirroredStrategy()                                 every visible GPU, else the CPU (one replica)
 //   MirroredStrategy({"cpu:0", "cpu:1"})               two replicas on the host (TensorFlow's virtual CPUs)
 //   MirroredStrategy({"gpu:0", "gpu:1"}, distribute::HierarchicalCopyAllReduce())
+//   TOWER_LOGICAL_GPUS=4 ./train  ->  MirroredStrategy() has four replicas on the one GPU (logical GPUs)
 //
-// devices: as in logical_device.h; none given (std::nullopt, the default) means every visible GPU, else "cpu:0".
-// cross_device_ops: null (the default) means NcclAllReduce on GPUs, InProcessAllReduce on CPU devices.
+// devices: as in logical_device.h; none given (std::nullopt, the default) means every logical GPU (each visible
+// GPU, or its logical GPUs), else "cpu:0".
+// cross_device_ops: null (the default) means choose_cross_device_ops(devices): InProcessAllReduce on CPU devices,
+// NcclAllReduce on GPUs of their own, ReductionToOneDevice on logical GPUs of one GPU (said once on stderr).
+// options: the gradient buckets' size (PyTorch DDP's bucket_cap_mb): gradients are summed across replicas in
+// buckets of about this many bytes, each as soon as backward has produced it.
 //
 // Throws std::invalid_argument, starting with "MirroredStrategy: ", for an empty device list, an unknown device
-// (listing the available ones), a device listed twice, CPU and GPU devices mixed, or cross_device_ops that do
-// not fit the devices. Replicas on GPUs need Tower's CUDA backend, which this build lacks: a model refuses to
-// run on them.
+// (listing the available ones), a device listed twice, CPU and GPU devices mixed, cross_device_ops that do not fit
+// the devices, or a bucket cap of 0. GPU replicas share the model's weights, so they must be logical GPUs of one
+// physical GPU: a model refuses to run on GPUs of several physical GPUs (they would each need a copy of the
+// weights, which Tower does not keep yet).
 //
 // Each replica runs on its own thread with backend::num_threads() / replicas OpenMP threads (at least one).
 #include <optional>
@@ -20,16 +26,22 @@
 #include <vector>
 
 #include "distribute/cross_device_ops.h"
+#include "distribute/detail/gradient_buckets.h"
 #include "distribute/strategy.h"
 
 namespace tower::distribute {
 
+struct MirroredStrategyOptions {
+  std::size_t bucket_cap_bytes = detail::kDefaultBucketCapBytes;  // 25 MiB, as DDP's default
+};
+
 class MirroredStrategy : public Strategy {
  public:
   MirroredStrategy(std::optional<std::vector<std::string>> devices = std::nullopt,
-                   CrossDeviceOpsPtr cross_device_ops = nullptr);
+                   CrossDeviceOpsPtr cross_device_ops = nullptr, MirroredStrategyOptions options = {});
   // The same with a list: MirroredStrategy({"cpu:0", "cpu:1"}).
-  MirroredStrategy(std::vector<std::string> devices, CrossDeviceOpsPtr cross_device_ops = nullptr);
+  MirroredStrategy(std::vector<std::string> devices, CrossDeviceOpsPtr cross_device_ops = nullptr,
+                   MirroredStrategyOptions options = {});
   // The ops in use (the default ones when none were given).
   const CrossDeviceOpsPtr& cross_device_ops() const;
 };

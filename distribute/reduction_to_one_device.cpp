@@ -9,10 +9,6 @@ ReductionToOneDeviceImpl::ReductionToOneDeviceImpl(Options options)
 
 void ReductionToOneDeviceImpl::check_devices(const std::vector<LogicalDevice>& devices, const std::string& caller) const {
   const std::string who = message_prefix(caller);
-  for (const LogicalDevice& d : devices)
-    if (!d.device.is_cpu())
-      throw std::invalid_argument(who + name() + " is implemented for CPU replicas; device " + d.name +
-                                  " is a GPU (use NcclAllReduce, the default for GPUs)");
   if (options_.reduce_to_device.empty()) return;
   const LogicalDevice target = parse_logical_device(options_.reduce_to_device, who + name() + ": ");
   std::string names;
@@ -32,7 +28,11 @@ void ReductionToOneDeviceImpl::reduce(int r, int k, float* const* parts, float* 
     for (int i = 0; i < k; ++i)
       if (devices[static_cast<std::size_t>(i)].name == name) target = i;
   }
-  if (r == target) detail::sum_parts(parts, k, out, 0, count);
+  if (r != target) return;
+  if (devices[0].device.is_cpu())
+    detail::sum_parts(parts, k, out, 0, count);
+  else
+    detail::sum_parts_on_devices(parts, devices.data(), k, out, devices[0].device, count, scratch(r));
 }
 
 }  // namespace tower::distribute

@@ -8,9 +8,10 @@
 #                               build in build/ instead, when it was configured with CUDA for that GPU.
 #   scripts/gpu-check.sh run    on the GPU machine, in the source tree with build-gpu/bundle.tar.xz: unpacks
 #                               it, runs the op table on every GPU, every *_CUDA test, the Fashion-MNIST convnet
-#                               on the GPU and on the CPU (test accuracies must agree within 0.5 points) and the
-#                               training benchmarks beside PyTorch on the GPU when PyTorch is installed, and
-#                               writes gpu-report.md (into $OUT when set, else the current folder).
+#                               on the GPU and on the CPU (test accuracies must agree within 0.5 points), the
+#                               examples/sec of 1, 2 and 4 replicas on logical GPUs of GPU 0, and the training
+#                               benchmarks beside PyTorch on the GPU when PyTorch is installed, and writes
+#                               gpu-report.md (into $OUT when set, else the current folder).
 #
 # The GPU machine needs the NVIDIA driver, the CUDA 13 runtime and cuBLAS (/usr/local/cuda), and cuDNN 9
 # (CUDNN_LIB, else PyTorch's pip folder nvidia/cudnn/lib, else the system's). It needs no Debian package:
@@ -31,10 +32,11 @@ pack() {
   fi
   grep -q "arch=compute_${CUDA_ARCH:-90}," "$build/build.ninja" ||
     { echo "$build does not build CUDA code for architecture ${CUDA_ARCH:-90}" >&2; exit 2; }
-  cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 fashion_mnist_convnet
+  cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 bench_distribute_scaling \
+        fashion_mnist_convnet
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
-  cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" "$build/bin/fashion_mnist_convnet" \
-     "$stage/bin/"
+  cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" \
+     "$build/bin/bench_distribute_scaling" "$build/bin/fashion_mnist_convnet" "$stage/bin/"
   cp -P "$build"/lib/libtower_*.so* "$stage/lib/"
   # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc, the
   # compiler's runtime and CUDA's own.
@@ -100,6 +102,8 @@ run() {
     failures=$((failures + 1))
   fi
   check "MLP on cuda:0 (2 epochs)" env TOWER_DEVICE=cuda:0 bin/bench_train mlp 2 128 data
+  # MirroredStrategy on 1, 2 and 4 logical GPUs of GPU 0 (the *_CUDA tests above check that they train alike).
+  check "examples/sec of 1, 2, 4 logical GPUs" bin/bench_distribute_scaling gpu 1,2,4 64 30
   if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     for model in convnet mlp; do
       check "PyTorch $model on cuda:0" env TOWER_TORCH_DEVICE=cuda python3 train_reference.py torch "$model" 2 128 data

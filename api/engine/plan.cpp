@@ -35,6 +35,7 @@ struct Plan::Step {
   bool output_grad_is_logits = false;
   std::vector<int> grad_out, grad_in, weight_grad;  // weight_grad: value id, or -1-k for weight_grads_[k]
   std::vector<Accumulate> accumulate;
+  std::vector<int> gradients_ready;  // trainable weights whose gradient is final once this step's backward ran
   std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
 };
 
@@ -151,6 +152,7 @@ void Plan::plan_backward() {
   std::vector<bool> written(values_.size(), false);
   for (int id : output_ids_) written[static_cast<std::size_t>(id)] = true;
   std::vector<bool> weight_written(trainable_.size(), false);
+  std::vector<int> final_writer(trainable_.size(), -1);  // the last step of backward that writes weight k
   // Model inputs get their gradient buffers first, so a gradient no step writes stays zero there.
   if (options_.input_gradients)
     for (int id : input_ids_) {
@@ -205,6 +207,7 @@ void Plan::plan_backward() {
         continue;
       }
       const int k = it->second;
+      final_writer[static_cast<std::size_t>(k)] = s;
       if (!weight_written[static_cast<std::size_t>(k)]) {
         weight_written[static_cast<std::size_t>(k)] = true;
         st.weight_grad.push_back(-1 - k);
@@ -219,6 +222,14 @@ void Plan::plan_backward() {
       for (int id : st.in) values_[static_cast<std::size_t>(id)]->use(tb);
     if (st.layer->backward_needs_outputs())
       for (int id : st.out) values_[static_cast<std::size_t>(id)]->use(tb);
+  }
+
+  for (std::size_t k = 0; k < trainable_.size(); ++k) {
+    const int s = final_writer[k];
+    if (s < 0)
+      ready_before_backward_.push_back(static_cast<int>(k));
+    else
+      steps_[static_cast<std::size_t>(s)]->gradients_ready.push_back(static_cast<int>(k));
   }
 
   std::size_t total = 0;
@@ -355,6 +366,8 @@ void Plan::backward() {
   if (!options_.backward) throw std::logic_error("Plan::backward: the plan was compiled without backward");
   if (!forward_done_) throw std::logic_error("Plan::backward: forward() has not run");
   backend::Backend& be = backend::get(options_.device);
+  if (gradient_ready_)
+    for (int k : ready_before_backward_) gradient_ready_(k);
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
     Step& st = **it;
     if (!st.run_backward) continue;
@@ -374,6 +387,8 @@ void Plan::backward() {
       const Tensor& source = value_tensor(a.source);
       be.add(target.data<float>(), source.data<float>(), target.data<float>(), target.numel());
     }
+    if (gradient_ready_)
+      for (int k : st.gradients_ready) gradient_ready_(k);
   }
 }
 

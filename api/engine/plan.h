@@ -5,6 +5,7 @@
 // buffers whose lifetimes do not overlap sharing memory. Weight gradients live in one contiguous buffer, so
 // a replica's gradients can be reduced with one all-reduce. After its first step a plan allocates nothing.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -64,6 +65,12 @@ class Plan {
   const std::vector<VariablePtr>& trainable_weights() const { return trainable_; }
   const std::vector<Tensor>& weight_grads() const { return weight_grads_; }
   const Tensor& flat_grads() const { return flat_grads_; }
+  // During each backward(), calls ready(k) for every trainable weight k (an index into trainable_weights()) as
+  // soon as its gradient is final: right after the last step that writes or adds to it, so a strategy can start
+  // reducing those gradients while the rest of backward runs (DistributedDataParallel's gradient hooks).
+  // Gradients no step writes (they stay zero) are reported before the first step. Each k once per backward(), in
+  // the same order every time; within a step, in increasing k. An empty function (the default) turns it off.
+  void set_gradient_ready_callback(std::function<void(int)> ready) { gradient_ready_ = std::move(ready); }
 
   std::size_t arena_bytes() const { return arena_bytes_; }
   // The bytes the same buffers would take without sharing.
@@ -93,6 +100,8 @@ class Plan {
   std::vector<VariablePtr> trainable_;
   std::vector<Tensor> weight_grads_;
   Tensor flat_grads_;
+  std::vector<int> ready_before_backward_;  // weights no step writes
+  std::function<void(int)> gradient_ready_;
   std::shared_ptr<Storage> arena_;
   std::size_t arena_bytes_ = 0, unshared_bytes_ = 0;
   Generator rng_;

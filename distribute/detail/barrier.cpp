@@ -2,6 +2,38 @@
 
 namespace tower::distribute::detail {
 
+namespace {
+
+thread_local std::mutex* held_turn = nullptr;
+
+// Gives the calling thread's turn up for the lifetime of the object.
+class TurnYield {
+ public:
+  TurnYield() : turn_(held_turn) {
+    if (turn_) turn_->unlock();
+  }
+  ~TurnYield() {
+    if (turn_) turn_->lock();
+  }
+  TurnYield(const TurnYield&) = delete;
+  TurnYield& operator=(const TurnYield&) = delete;
+
+ private:
+  std::mutex* turn_;
+};
+
+}  // namespace
+
+TurnHold::TurnHold(std::mutex* turn) {
+  if (turn) turn->lock();
+  held_turn = turn;
+}
+
+TurnHold::~TurnHold() {
+  if (held_turn) held_turn->unlock();
+  held_turn = nullptr;
+}
+
 void Barrier::reset(int parties) {
   parties_ = parties;
   arrived_.store(0, std::memory_order_relaxed);
@@ -17,6 +49,7 @@ void Barrier::arrive_and_wait() {
     generation_.notify_all();
     return;
   }
+  const TurnYield yield;
   // Replicas usually arrive within microseconds of each other: spin a little before sleeping in the kernel.
   for (int spin = 0; spin < 2000; ++spin) {
     if (generation_.load(std::memory_order_acquire) != generation) break;

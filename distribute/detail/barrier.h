@@ -3,6 +3,7 @@
 // waiting for it inside a collective, throw instead of waiting forever. Allocation-free.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <stdexcept>
 
 namespace tower::distribute::detail {
@@ -13,13 +14,26 @@ class Aborted : public std::runtime_error {
   Aborted() : std::runtime_error("the step was aborted because another replica failed") {}
 };
 
+// A turn: a lock that the replica threads sharing one physical GPU take in turn while they issue work to it (the
+// GPU's backend, its library handles, workspace and plan caches, serves one host thread at a time; the GPU runs
+// one stream anyway, so turns cost only host-side overlap). While a TurnHold lives, its thread holds the turn,
+// except while it waits in Barrier::arrive_and_wait, which gives the turn up during the wait so that the other
+// replicas can reach the barrier. A null lock holds nothing (replicas with a device of their own).
+class TurnHold {
+ public:
+  explicit TurnHold(std::mutex* turn);
+  ~TurnHold();
+  TurnHold(const TurnHold&) = delete;
+  TurnHold& operator=(const TurnHold&) = delete;
+};
+
 class Barrier {
  public:
   // Sets the number of threads that meet at the barrier and clears an abort. Requires no thread waiting.
   void reset(int parties);
   int parties() const { return parties_; }
   // Returns once `parties` threads have arrived (the barrier then resets itself for the next use). Throws
-  // Aborted if the barrier is or becomes aborted.
+  // Aborted if the barrier is or becomes aborted. A waiting thread gives up its TurnHold's turn while it waits.
   void arrive_and_wait();
   // Wakes every waiting thread with Aborted, and makes every later arrival throw it until reset().
   void abort();

@@ -13,15 +13,31 @@
 namespace tower::distribute::detail {
 
 MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> devices, CrossDeviceOpsPtr ops,
-                                   std::shared_ptr<Communicator> workers, std::string who)
+                                   std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
       who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
-      last_plan_(static_cast<std::size_t>(local_), nullptr), parts_(static_cast<std::size_t>(local_), nullptr),
-      errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()) {
-  for (const LogicalDevice& d : devices_)
-    if (!d.device.is_cpu())
-      throw std::invalid_argument(who_ + "replicas on " + d.name +
-                                  " need Tower's CUDA backend, which this build does not have; use CPU devices");
+      last_plan_(static_cast<std::size_t>(local_), nullptr),
+      errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()), bucket_cap_bytes_(bucket_cap_bytes),
+      turns_(static_cast<std::size_t>(local_), nullptr) {
+  if (bucket_cap_bytes_ == 0) throw std::invalid_argument(who_ + "the gradient bucket cap must be at least one byte");
+  for (const LogicalDevice& d : devices_) {
+    if (d.device == devices_[0].device) continue;
+    throw std::invalid_argument(
+        who_ + "replicas on " + devices_[0].name + " (" + devices_[0].device.to_string() + ") and " + d.name + " (" +
+        d.device.to_string() + ") would each need a copy of the weights on their own GPU, which Tower does not keep "
+        "yet; run the replicas on logical GPUs of one GPU (TOWER_LOGICAL_GPUS, set_logical_gpus_per_gpu) or on CPU "
+        "devices");
+  }
+  if (devices_[0].device.is_cuda()) {
+    if (workers_)
+      throw std::invalid_argument(who_ + "replicas on GPUs (" + devices_[0].name +
+                                  ") are not available to several workers yet; use CPU devices");
+    // Logical GPUs of one GPU share its backend: their threads take turns issuing work.
+    if (local_ > 1) {
+      turn_locks_.push_back(std::make_unique<std::mutex>());
+      std::fill(turns_.begin(), turns_.end(), turn_locks_.back().get());
+    }
+  }
   if (workers_) {
     worker_ = workers_->rank();
     num_workers_ = workers_->size();
@@ -60,6 +76,8 @@ Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
   // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale (as in ModelImpl::plan_for).
   if (slot && training && model_.trainable_weights() != slot->trainable_weights()) slot.reset();
   if (!slot) {
+    // Weights built since the last move (and every weight, the first time) join the replicas' GPU.
+    if (!devices_[0].device.is_cpu()) model_.to(devices_[0].device);
     PlanOptions o;
     o.batch_size = batch;
     o.training = training;
@@ -68,6 +86,7 @@ Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
     o.replica = group_.context(r);
     o.seed = plan_seed(worker_ * local_ + r, batch, training);
     slot = std::make_unique<Plan>(model_, o);
+    if (training) slot->set_gradient_ready_callback([this, r](int k) { gradient_ready(r, k); });
   }
   last_plan_[static_cast<std::size_t>(r)] = slot.get();
   return *slot;
@@ -77,8 +96,16 @@ void MirroredReplicas::prepare_reduction() {
   std::vector<VariablePtr> now = model_.trainable_weights();
   if (reduced_.defined() && now == reduced_for_) return;
   Index total = 0;
-  for (const VariablePtr& v : now) total += v->value.numel();
-  reduced_ = Tensor::zeros(Shape{std::max<Index>(total, 1)});
+  std::vector<Index> sizes;
+  for (const VariablePtr& v : now) {
+    total += v->value.numel();
+    sizes.push_back(v->value.numel());
+  }
+  buckets_ = assign_buckets(sizes, bucket_cap_bytes_);
+  trackers_.clear();
+  for (int r = 0; r < local_; ++r) trackers_.emplace_back(&buckets_, static_cast<int>(sizes.size()));
+  bucket_parts_.assign(buckets_.size(), std::vector<float*>(static_cast<std::size_t>(local_), nullptr));
+  reduced_ = Tensor::zeros(Shape{std::max<Index>(total, 1)}, DType::float32, devices_[0].device);
   reduced_views_.clear();
   Index offset = 0;
   for (const VariablePtr& v : now) {
@@ -107,7 +134,9 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
         throw std::logic_error(who_ + "replica " + std::to_string(r) + "'s gradients have " +
                                std::to_string(flat.numel()) + " values, the model's trainable weights " +
                                std::to_string(reduced_count_));
-      parts_[static_cast<std::size_t>(r)] = flat.data<float>();
+      trackers_[static_cast<std::size_t>(r)].reset();
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        bucket_parts_[b][static_cast<std::size_t>(r)] = flat.data<float>() + buckets_[b].begin;
     }
   std::fill(errors_.begin(), errors_.end(), nullptr);
   active_ = active;
@@ -137,10 +166,14 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
 void MirroredReplicas::replica_main(int r) {
   if (r >= active_) return;
   try {
+    const TurnHold turn(turns_[static_cast<std::size_t>(r)]);
     (*work_)(r);
     if (reduce_in_threads_) {
-      group_.barrier().arrive_and_wait();
-      ops_->reduce(r, active_, parts_.data(), reduced_.data<float>(), reduced_count_, devices_, group_.barrier());
+      // Backward reported every gradient (plans do), so every bucket has been reduced; this covers work that did
+      // not run backward on the plan the step made, which leaves the others waiting otherwise.
+      BucketTracker& tracker = trackers_[static_cast<std::size_t>(r)];
+      for (int b = tracker.reduced(); b < static_cast<int>(buckets_.size()); ++b) reduce_bucket(r, b);
+      ops_->end_reduction(r, devices_);
     }
   } catch (const Aborted&) {
     // Another replica failed first; its exception is the one reported.
@@ -148,6 +181,19 @@ void MirroredReplicas::replica_main(int r) {
     errors_[static_cast<std::size_t>(r)] = std::current_exception();
     group_.barrier().abort();
   }
+}
+
+void MirroredReplicas::gradient_ready(int r, int k) {
+  if (!reduce_in_threads_ || r >= active_) return;
+  const auto [first, last] = trackers_[static_cast<std::size_t>(r)].mark_ready(k);
+  for (int b = first; b < last; ++b) reduce_bucket(r, b);
+}
+
+void MirroredReplicas::reduce_bucket(int r, int b) {
+  const GradientBucket& bucket = buckets_[static_cast<std::size_t>(b)];
+  group_.barrier().arrive_and_wait();
+  ops_->reduce(r, active_, bucket_parts_[static_cast<std::size_t>(b)].data(), reduced_.data<float>() + bucket.begin,
+               bucket.end - bucket.begin, devices_, group_.barrier());
 }
 
 const std::vector<Tensor>& MirroredReplicas::gradients() const {

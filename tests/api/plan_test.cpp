@@ -1,5 +1,8 @@
 #include "api/engine/plan.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "api/core/allocator.h"
 #include "testing/layer_test.h"
 
@@ -93,6 +96,46 @@ TEST(Plan, FlatGradientsAreOneContiguousBufferInWeightOrder) {
   EXPECT_EQ(plan.trainable_weights().size(), m.trainable_weights().size());
   ASSERT_EQ(plan.weight_grads().size(), plan.trainable_weights().size());
   EXPECT_TRUE(plan.weight_grads()[0].same_storage(plan.flat_grads()));
+}
+
+// A strategy reduces a gradient as soon as the plan reports it ready, so at that moment it must hold its final
+// value: the shared layer's kernel, written by two steps, only after the second.
+TEST(Plan, ReportsEachGradientOnceWhenItIsFinal) {
+  Model m = two_input_model();
+  PlanOptions o;
+  o.batch_size = 3;
+  o.training = true;
+  o.backward = true;
+  Plan plan(m.impl(), o);
+  plan.set_input(0, random_tensor({3, 4}, 6));
+  plan.set_input(1, random_tensor({3, 4}, 7));
+  std::vector<int> order;
+  std::vector<Tensor> at_report(plan.weight_grads().size());
+  plan.set_gradient_ready_callback([&](int k) {
+    order.push_back(k);
+    at_report[static_cast<std::size_t>(k)] = plan.weight_grads()[static_cast<std::size_t>(k)].clone();
+  });
+  for (int pass = 0; pass < 2; ++pass) {
+    order.clear();
+    plan.forward();
+    for (int i = 0; i < plan.num_outputs(); ++i) plan.output_grad(i).fill(1.f);
+    plan.backward();
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted.size(), plan.weight_grads().size());
+    for (std::size_t k = 0; k < sorted.size(); ++k) EXPECT_EQ(sorted[k], static_cast<int>(k));
+    for (std::size_t k = 0; k < at_report.size(); ++k)
+      EXPECT_EQ(std::memcmp(at_report[k].data<float>(), plan.weight_grads()[k].data<float>(), at_report[k].nbytes()), 0)
+          << plan.trainable_weights()[k]->name << " changed after it was reported ready";
+  }
+  // The shared Dense's kernel (weight 0) gets its second contribution from the step that feeds head3 last in
+  // backward order, so it cannot be the first weight reported; the last Dense's weights come first.
+  EXPECT_NE(order.front(), 0);
+  plan.set_gradient_ready_callback({});
+  order.clear();
+  plan.forward();
+  plan.backward();
+  EXPECT_TRUE(order.empty());
 }
 
 TEST(Plan, FrozenLayerGetsNoGradientButPassesOne) {

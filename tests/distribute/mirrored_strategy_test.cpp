@@ -12,6 +12,9 @@
 #include <cmath>
 #include <optional>
 
+#include "distribute/detail/device_communicator.h"
+#include "distribute/detail/gradient_buckets.h"
+#include "distribute/detail/mirrored_replicas.h"
 #include "distribute/replica_testing.h"
 #include "tower/tower.h"
 
@@ -139,6 +142,46 @@ TEST(MirroredStrategy, CrossDeviceOpsGiveTheSameTraining) {
     EXPECT_EQ(strategy.cross_device_ops()->name(), name);
     expect_same_run(train(strategy, true, initial), single, "3 replicas with " + name);
   }
+}
+
+// Gradients summed in buckets of 256 bytes as backward produces them train as one replica does, whichever ops sum
+// them. Over the injected communicator (NcclAllReduce's logic on CPU replicas), every replica makes the same
+// sequence of all-reduces: the buckets of assign_buckets, last layers first, one round per step.
+TEST(MirroredStrategy, SmallBucketsGiveTheSameTraining) {
+  std::vector<Tensor> initial;
+  const TrainingRun single = train(std::nullopt, true, initial);
+  std::shared_ptr<distribute::detail::InProcessCommunicator> comm;
+  const distribute::CrossDeviceOpsPtr injected =
+      distribute::NcclAllReduce({.communicator = [&](const std::vector<distribute::LogicalDevice>& devices) {
+        comm = std::make_shared<distribute::detail::InProcessCommunicator>(static_cast<int>(devices.size()));
+        return comm;
+      }});
+  const std::vector<std::pair<std::string, distribute::CrossDeviceOpsPtr>> ops{
+      {"InProcessAllReduce", distribute::InProcessAllReduce()},
+      {"HierarchicalCopyAllReduce", distribute::HierarchicalCopyAllReduce()},
+      {"NcclAllReduce over an in-process communicator", injected}};
+  for (const auto& [name, op] : ops) {
+    distribute::MirroredStrategy strategy({"cpu:0", "cpu:1", "cpu:2"}, op, {.bucket_cap_bytes = 256});
+    expect_same_run(train(strategy, true, initial), single, "3 replicas, 256-byte buckets, " + name);
+  }
+  std::vector<Index> sizes;
+  for (const VariablePtr& v : testing::small_convnet(true, true).trainable_weights()) sizes.push_back(v->value.numel());
+  const std::vector<distribute::detail::GradientBucket> buckets = distribute::detail::assign_buckets(sizes, 256);
+  ASSERT_GT(buckets.size(), 2u);
+  ASSERT_TRUE(comm);
+  std::vector<std::vector<std::size_t>> counts(3);
+  for (const auto& call : comm->calls()) counts[static_cast<std::size_t>(call.rank)].push_back(call.count);
+  EXPECT_EQ(counts[1], counts[0]);
+  EXPECT_EQ(counts[2], counts[0]);
+  // Steps with three replicas in sync: 45 examples by 8 make 6 batches (the last of 5 splits 2 + 2 + 1) per epoch,
+  // two epochs; 41 by 8 make 5 more (the last of 1 leaves one replica).
+  const std::size_t steps = 2 * 6 + 5;
+  ASSERT_EQ(counts[0].size(), steps * buckets.size());
+  for (std::size_t c = 0; c < counts[0].size(); ++c) {
+    const distribute::detail::GradientBucket& b = buckets[c % buckets.size()];
+    EXPECT_EQ(counts[0][c], static_cast<std::size_t>(b.end - b.begin)) << "call " << c;
+  }
+  EXPECT_EQ(buckets[0].gradients[0], static_cast<int>(sizes.size()) - 1);
 }
 
 TEST(MirroredStrategy, OneDeviceStrategyMatchesNoStrategy) {
@@ -286,6 +329,27 @@ TEST(MirroredStrategy, BadDevicesThrowClearErrors) {
       << m;
   m = message([] { distribute::OneDeviceStrategy s("cpu:x"); });
   EXPECT_NE(m.find("OneDeviceStrategy: unknown device 'cpu:x'"), std::string::npos) << m;
+}
+
+// GPU replicas share the model's weights, so they must be logical GPUs of one physical GPU; replicas on two
+// physical GPUs are refused before anything runs (checked without a GPU: the devices are given, not parsed).
+TEST(MirroredStrategy, GpuReplicasMustShareOneGpu) {
+  Model m = testing::small_convnet(false, false);
+  const distribute::CrossDeviceOpsPtr ops = distribute::ReductionToOneDevice();
+  EXPECT_NO_THROW(distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(1, 2), ops, nullptr,
+                                                       "MirroredStrategy"));
+  try {
+    distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(2, 1), ops, nullptr, "MirroredStrategy");
+    ADD_FAILURE() << "replicas on cuda:0 and cuda:1 were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("MirroredStrategy: replicas on gpu:0 (cuda:0) and gpu:1 (cuda:1) would each "
+                                         "need a copy of the weights"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(distribute::detail::MirroredReplicas(m.impl(), {{"cpu:0", Device::cpu()}}, ops, nullptr, "", 0),
+               std::invalid_argument);
+  EXPECT_THROW(distribute::MirroredStrategy({"cpu:0"}, nullptr, {.bucket_cap_bytes = 0}), std::invalid_argument);
 }
 
 TEST(MirroredStrategy, DefaultDevicesAreTheGpusElseTheCpu) {

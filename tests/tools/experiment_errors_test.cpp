@@ -161,6 +161,8 @@ TEST(ExperimentErrors, CombinationsThatDoNotFitAreRefused) {
                   {"strategy.device: unknown device 'tpu:1'. Available devices: cpu:0"});
   expect_error_at([] { check(kValid + "strategy: {type: default, devices: [cpu]}\n"); }, "exp.yaml", 18, 27,
                   {"'devices' applies to strategy type mirrored, not default"});
+  expect_error_at([] { check(kValid + "strategy: {type: mirrored, bucket_cap_mb: 0}\n"); }, "exp.yaml", 18, 43,
+                  {"strategy.bucket_cap_mb: the gradient bucket cap must be a positive number of MiB"});
   expect_error_at([] { check(kValid, {"data.preprocessing=[{type: random_flip}, {type: resize, height: 4, width: 4}]"}); },
                   "--set data.preprocessing=[{type: random_flip}, {type: resize, height: 4, width: 4}]", 0, 0,
                   {"'resize' cannot follow a random step"});

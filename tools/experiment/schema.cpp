@@ -298,7 +298,7 @@ void check_strategy(Document& doc) {
   s.require_map();
   const std::string type = s["type"].as_choice(strategy_types());
   const std::vector<std::string> keys_by_type[] = {
-      {"type"}, {"type", "device"}, {"type", "devices", "cross_device_ops"}, {"type", "communication"}};
+      {"type"}, {"type", "device"}, {"type", "devices", "cross_device_ops", "bucket_cap_mb"}, {"type", "communication"}};
   const auto& types = strategy_types();
   const std::size_t t = static_cast<std::size_t>(std::find(types.begin(), types.end(), type) - types.begin());
   for (const std::string& key : s.keys()) {
@@ -307,7 +307,7 @@ void check_strategy(Document& doc) {
       if (contains(keys_by_type[other], key))
         s[key].fail_key("'" + key + "' applies to strategy type " + types[other] + ", not " + type);
   }
-  s.require_keys({"type", "device", "devices", "cross_device_ops", "communication"});
+  s.require_keys({"type", "device", "devices", "cross_device_ops", "bucket_cap_mb", "communication"});
   if (type == "one_device") {
     set_default(doc, "strategy.device", "cpu:0");
     check_device(s["device"]);
@@ -321,6 +321,8 @@ void check_strategy(Document& doc) {
     if (!s["cross_device_ops"].is_null())
       s["cross_device_ops"].as_choice(
           {"NcclAllReduce", "HierarchicalCopyAllReduce", "ReductionToOneDevice", "InProcessAllReduce"});
+    if (!s["bucket_cap_mb"].is_null() && !(s["bucket_cap_mb"].as_number() > 0))
+      s["bucket_cap_mb"].fail("the gradient bucket cap must be a positive number of MiB (25 by default)");
   } else if (type == "multi_worker") {
     set_default(doc, "strategy.communication", "auto");
     s["communication"].as_choice({"auto", "mpi", "nccl"});

@@ -1,5 +1,7 @@
 #include "tools/experiment/strategy.h"
 
+#include <algorithm>
+
 #include "distribute/distribute.h"
 
 namespace tower::experiment {
@@ -28,6 +30,7 @@ StrategySpec read_strategy(const Experiment& e) {
   spec.device = s.get_string("device", "cpu:0");
   for (std::size_t i = 0; i < s["devices"].size(); ++i) spec.devices.push_back(s["devices"][i].as_string());
   spec.cross_device_ops = s.get_string("cross_device_ops", "");
+  spec.bucket_cap_mb = s.get_number("bucket_cap_mb", 25);
   spec.communication = s.get_string("communication", "auto");
   return spec;
 }
@@ -40,7 +43,9 @@ RunStrategy::RunStrategy(const Experiment& e) : spec_(read_strategy(e)) {
     std::optional<std::vector<std::string>> devices;
     if (!spec_.devices.empty()) devices = spec_.devices;
     strategy_ = s.locate([&] {
-      return distribute::Strategy(distribute::MirroredStrategy(devices, cross_device_ops(spec_.cross_device_ops)));
+      const auto cap = static_cast<std::size_t>(std::max(1.0, spec_.bucket_cap_mb * 1024 * 1024));
+      return distribute::Strategy(
+          distribute::MirroredStrategy(devices, cross_device_ops(spec_.cross_device_ops), {.bucket_cap_bytes = cap}));
     });
   } else if (spec_.type == "multi_worker") {
     distribute::CommunicationOptions o;

@@ -6,7 +6,8 @@
 //   mirrored      one replica per device in `devices` (default: every GPU, else the CPU; "cpu:0", "cpu:1" are
 //                 two replicas on the host), gradients summed with `cross_device_ops` (NcclAllReduce,
 //                 HierarchicalCopyAllReduce, ReductionToOneDevice, InProcessAllReduce; default: NCCL on GPUs,
-//                 in-process on CPUs)
+//                 ReductionToOneDevice on logical GPUs of one GPU, in-process on CPUs) in buckets of
+//                 `bucket_cap_mb` MiB (25 by default)
 //   multi_worker  one process per worker started by mpirun, with `communication` (auto, mpi, nccl)
 //
 // The global batch is fit.batch_size_per_replica * num_replicas_in_sync().
@@ -25,6 +26,7 @@ struct StrategySpec {
   std::string device = "cpu:0";        // one_device
   std::vector<std::string> devices;    // mirrored; empty: every GPU, else the CPU
   std::string cross_device_ops;        // mirrored; empty: the strategy's choice
+  double bucket_cap_mb = 25;           // mirrored: the gradient buckets' size in MiB
   std::string communication = "auto";  // multi_worker
 };
 
