@@ -14,7 +14,8 @@
 #                               gpu-report.md (into $OUT when set, else the current folder).
 #
 # The GPU machine needs the NVIDIA driver, the CUDA 13 runtime and cuBLAS (/usr/local/cuda), and cuDNN 9
-# (CUDNN_LIB, else PyTorch's pip folder nvidia/cudnn/lib, else the system's). It needs no Debian package:
+# (CUDNN_LIB, else PyTorch's pip folder nvidia/cudnn/lib, else the system's), and NCCL 2 (NCCL_LIB, else
+# PyTorch's nvidia/nccl/lib, else the system's). It needs no Debian package:
 # what the programs link besides glibc, libstdc++ and CUDA travels in the bundle. Takes about 5 minutes.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,20 +70,27 @@ check() {  # check NAME COMMAND...: runs it, records pass/fail and the output's 
   say '```'
 }
 
+# The lib folder of NVIDIA's pip package nvidia.<name> (a namespace package: no __file__), if installed.
+pip_lib() {
+  python3 -c "import nvidia.$1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null
+}
+
 run() {
   local out=${OUT:-$PWD}
   work=$(mktemp -d)
   [ -f "$bundle_dir/bundle.tar.xz" ] || { echo "no $bundle_dir/bundle.tar.xz: run 'scripts/gpu-check.sh pack' first" >&2; exit 2; }
   xz -dc "$bundle_dir/bundle.tar.xz" | tar -C "$work" -xf -
-  local cudnn=${CUDNN_LIB:-$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), "lib"))' 2>/dev/null)}
-  export LD_LIBRARY_PATH="$work/lib:${cudnn:+$cudnn:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  local cudnn=${CUDNN_LIB:-$(pip_lib cudnn)}
+  # NCCL (about 250 MiB) does not fit in the bundle: NCCL_LIB, else PyTorch's pip folder nvidia/nccl/lib.
+  local nccl=${NCCL_LIB:-$(pip_lib nccl)}
+  export LD_LIBRARY_PATH="$work/lib:${cudnn:+$cudnn:}${nccl:+$nccl:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
   say "# Tower GPU check, $(date -u '+%F %H:%M UTC')"
   say ""
   say "- commit: $(cat "$work/COMMIT" | tr '\n' ' ')"
   say "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tr '\n' ';' || echo none)"
   say "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-  say "- cuDNN from: ${cudnn:-the system}"
+  say "- cuDNN from: ${cudnn:-the system}; NCCL from: ${nccl:-the system}"
   say ""
   local missing
   missing=$(ldd "$work"/bin/* 2>&1 | grep 'not found' | sort -u)
