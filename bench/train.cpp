@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 
 using namespace tower;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "mlp";
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 2;
   const int batch = argc > 3 ? std::atoi(argv[3]) : 128;
@@ -27,7 +30,7 @@ int main(int argc, char** argv) {
             layers::Conv2D({.filters = 64, .kernel_size = 3, .activation = "relu"}), layers::MaxPooling2D(),
             layers::Flatten(), layers::Dropout({.rate = 0.5})};
   } else {
-    std::fprintf(stderr, "usage: bench_train mlp|convnet [epochs] [batch]\n");
+    std::fprintf(stderr, "usage: bench_train mlp|convnet [epochs] [batch] [Fashion-MNIST folder]\n");
     return 2;
   }
   Sequential model({InputLayer({.shape = {28, 28, 1}})});
@@ -47,4 +50,15 @@ int main(int argc, char** argv) {
               which.c_str(), 60000.0 * epochs / seconds, acc, seconds, backend::num_threads(),
               model.device().to_string().c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train: %s\n", e.what());
+    return 1;
+  }
 }
