@@ -54,6 +54,10 @@ class CrossDeviceOps {
   // Called by replica r after its last reduce() of a step: on GPUs, makes the stream of devices[r] wait for the
   // sums these ops queued elsewhere (NCCL's own streams). Nothing to do for the others.
   virtual void end_reduction(int /*r*/, const std::vector<LogicalDevice>& /*devices*/) const {}
+  // True when reduce() also leaves the sum in every replica's part (parts[r], on devices[r]) for r >= 1, as an
+  // all-reduce does: replicas holding their own copies of the variables then read it there instead of copying
+  // it from `out`.
+  virtual bool sums_in_every_part() const { return false; }
 
  protected:
   // Device scratch of replica r's thread for the GPU sums (kept and grown; one per thread, so threads never share).

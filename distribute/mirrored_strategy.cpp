@@ -25,7 +25,8 @@ class MirroredStrategyImpl final : public detail::StrategyImpl {
   const std::vector<LogicalDevice>& devices() const override { return devices_; }
   const CrossDeviceOpsPtr& ops() const { return ops_; }
   std::unique_ptr<tower::detail::Replicas> replicate(ModelImpl& model) override {
-    return std::make_unique<detail::MirroredReplicas>(model, devices_, ops_, nullptr, kWho, options_.bucket_cap_bytes);
+    return std::make_unique<detail::MirroredReplicas>(model, devices_, ops_, nullptr, kWho, options_.bucket_cap_bytes,
+                                              options_.mirror_variables);
   }
 
  private:

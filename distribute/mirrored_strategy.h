@@ -16,9 +16,11 @@
 //
 // Throws std::invalid_argument, starting with "MirroredStrategy: ", for an empty device list, an unknown device
 // (listing the available ones), a device listed twice, CPU and GPU devices mixed, cross_device_ops that do not fit
-// the devices, or a bucket cap of 0. GPU replicas share the model's weights, so they must be logical GPUs of one
-// physical GPU: a model refuses to run on GPUs of several physical GPUs (they would each need a copy of the
-// weights, which Tower does not keep yet).
+// the devices, or a bucket cap of 0. Replicas on logical GPUs of one physical GPU (or on CPU devices) share the
+// model's weights; replicas on several physical GPUs each hold their own copy of every variable (mirrored
+// variables: the first replica's copy is the model's own; the others are made from it, updated by the same
+// optimizer step with the same summed gradients, and BatchNormalization's moving statistics are the first
+// replica's, copied to the others after every step).
 //
 // Each replica runs on its own thread with backend::num_threads() / replicas OpenMP threads (at least one).
 #include <optional>
@@ -33,6 +35,10 @@ namespace tower::distribute {
 
 struct MirroredStrategyOptions {
   std::size_t bucket_cap_bytes = detail::kDefaultBucketCapBytes;  // 25 MiB, as DDP's default
+  // Every replica holds its own copy of the variables even where replicas could share them (CPU devices, logical
+  // GPUs of one GPU), exactly as replicas on several physical GPUs always do (mirrored variables, see
+  // detail/mirrored_replicas.h). For tests: it proves on the CPU what GPUs run.
+  bool mirror_variables = false;
 };
 
 class MirroredStrategy : public Strategy {

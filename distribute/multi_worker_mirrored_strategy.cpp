@@ -3,10 +3,13 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 
 #include "api/backend/backend.h"
+#include "distribute/detail/device_communicator.h"
 #include "distribute/detail/mirrored_replicas.h"
+#include "distribute/detail/worker_reduction.h"
 #include "distribute/in_process_all_reduce.h"
 
 namespace tower::distribute {
@@ -20,16 +23,18 @@ class MultiWorkerMirroredStrategyImpl final : public detail::StrategyImpl {
   MultiWorkerMirroredStrategyImpl(const CommunicationOptions& options,
                                   const std::optional<std::vector<std::string>>& devices)
       : devices_(devices ? parse_device_list(*devices, kWho) : default_devices()) {
-    const std::string& impl = options.implementation;
-    if (impl != "AUTO" && impl != "RING" && impl != "NCCL")
-      throw std::invalid_argument(std::string(kWho) + "unknown communication implementation '" + impl +
-                                  "' (expected AUTO, RING or NCCL)");
-    if (impl == "NCCL" && devices_[0].device.is_cpu())
-      throw std::invalid_argument(std::string(kWho) + "NCCL communication needs GPU replicas; the replicas are on " +
-                                  devices_[0].name + " (use AUTO or RING)");
-    ops_ = InProcessAllReduce();
+    // Checked before MPI starts, so a bad option is an error even without a launcher.
+    const detail::WorkerReductionChoice choice =
+        detail::choose_worker_reduction(devices_, options.implementation, detail::nccl_built(), kWho);
+    ops_ = devices_[0].device.is_cpu() ? CrossDeviceOpsPtr(InProcessAllReduce()) : default_cross_device_ops(devices_);
     ops_->check_devices(devices_, kWho);
     workers_ = detail::mpi_world(options.timeout_seconds, kWho);
+    // Every worker takes the same path: NCCL only when all of them can.
+    nccl_ = detail::agree_on_nccl(*workers_, choice.kind == detail::WorkerReduction::nccl,
+                                  options.implementation == "NCCL", kWho);
+    if (workers_->rank() == 0 && !devices_[0].device.is_cpu())
+      log_.write(std::cerr, std::string(kWho) + (nccl_ ? choice.reason
+                                                         : "MPI between the workers: a worker cannot use NCCL") + "\n");
     if (!std::getenv("TOWER_NUM_THREADS") && !std::getenv("OMP_NUM_THREADS"))
       backend::set_num_threads(std::max(1, omp_get_num_procs() / workers_->local_size()));
   }
@@ -39,13 +44,16 @@ class MultiWorkerMirroredStrategyImpl final : public detail::StrategyImpl {
   int num_workers() const override { return workers_->size(); }
   int worker_index() const override { return workers_->rank(); }
   std::unique_ptr<tower::detail::Replicas> replicate(ModelImpl& model) override {
-    return std::make_unique<detail::MirroredReplicas>(model, devices_, ops_, workers_, kWho);
+    return std::make_unique<detail::MirroredReplicas>(model, devices_, ops_, workers_, kWho,
+                                                      detail::kDefaultBucketCapBytes, false, nccl_);
   }
 
  private:
   std::vector<LogicalDevice> devices_;
   CrossDeviceOpsPtr ops_;
   std::shared_ptr<detail::Communicator> workers_;
+  bool nccl_ = false;
+  detail::OnceLog log_;
 };
 
 }  // namespace

@@ -5,7 +5,10 @@
 //   mpirun -np 2 ./train            (each process makes the same strategy and the same model)
 //
 // Each worker has local replicas (local_devices: every visible GPU, else one CPU replica), and the gradients
-// are summed over all replicas of all workers: on this worker first, then over the workers with MPI. Every
+// are summed over all replicas of all workers: on this worker first (its cross-device ops, as MirroredStrategy
+// chooses them), then over the workers: with NCCL when every worker's replicas are GPUs each on a GPU of its own
+// (one process per GPU; the NCCL unique id goes from the chief to the others over MPI), else with MPI from host
+// memory, as CPU workers do (detail/worker_reduction.h; the chief says which on stderr for GPU replicas). Every
 // worker runs the same input pipeline (so it sees the same global batches: seed shuffles identically, which
 // the default global seed does) and feeds its replicas only its own rows of each global batch, as tf.data's
 // AutoShardPolicy.DATA does; losses and metrics are gathered from all workers, so every worker reports the
@@ -31,7 +34,8 @@ namespace tower::distribute {
 struct CommunicationOptions {
   // How long a collective may wait for the other workers, in seconds (> 0).
   double timeout_seconds = 300;
-  // "AUTO" or "RING" (MPI between CPU workers); "NCCL" is for GPU replicas.
+  // "AUTO" (NCCL where every worker can use it, else MPI), "RING" (MPI), or "NCCL" (GPU replicas each on a GPU
+  // of their own on every worker; an error otherwise).
   std::string implementation = "AUTO";
 };
 

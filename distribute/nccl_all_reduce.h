@@ -36,6 +36,8 @@ class NcclAllReduceImpl final : public CrossDeviceOps {
   void reduce(int r, int k, float* const* parts, float* out, Index count, const std::vector<LogicalDevice>& devices,
               detail::Barrier& barrier) const override;
   void end_reduction(int r, const std::vector<LogicalDevice>& devices) const override;
+  // ncclAllReduce writes the sum into every rank's buffer.
+  bool sums_in_every_part() const override { return true; }
 
  private:
   // The communicator over the first k devices (a short last batch leaves fewer replicas in a step), made on

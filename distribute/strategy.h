@@ -17,7 +17,7 @@
 // of ceil(n / num_replicas_in_sync()) rows, one per replica (so a short last batch leaves the last replicas fewer
 // rows, or none); replicas run forward and backward in parallel, each dividing its loss sum by the global
 // batch's size; their gradients are summed (not averaged) and one optimizer update is applied to the weights
-// every replica uses. N replicas on a batch thus compute what one replica computes on it, up to the order of
+// every replica uses (or the same update to each replica's own copy, on several GPUs). N replicas on a batch thus compute what one replica computes on it, up to the order of
 // float additions. The loss shown is the global batch's mean; metrics are computed over all replicas' outputs.
 // BatchNormalization statistics are per replica unless synchronized (see layers/batch_normalization.h).
 #include <memory>

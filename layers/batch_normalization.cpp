@@ -22,26 +22,17 @@ struct BatchNormState : LayerState {
   Tensor scratch;                  // [rows, channels]: an unwanted dx, or x_hat * dy in inference backward
   bool batch_statistics = false;   // whether the last forward normalised with the batch statistics
   bool synchronized = false;       // ... summed over the replicas of a strategy (SyncBN)
-  double count = 0;                // SyncBN: rows over all replicas
-  std::vector<double> sums, partial;  // SyncBN: per-channel sums, and per row block before they are added
+  // SyncBN, on the input's device: [sum x | sum x^2 | rows] over every replica after the forward, and
+  // [sum dy | sum dy * x_hat] in backward.
+  std::shared_ptr<Storage> sums, grad_sums;
 };
 
-// Per channel of a [rows, channels] tensor, two sums over the rows in double: terms(r, a, b) adds row r's terms
-// to a[0, channels) and b[0, channels). Rows are cut into blocks by size alone, and the blocks' sums added in
-// order, so the result does not depend on the number of threads.
-template <class Terms>
-void channel_sums(Index rows, Index channels, std::vector<double>& partial, double* out, const Terms& terms) {
-  const Index blocks = std::clamp<Index>(rows * channels / (Index{1} << 14), 1, 64);
-  const auto width = static_cast<std::size_t>(2 * channels);
-  partial.assign(static_cast<std::size_t>(blocks) * width, 0.0);
-#pragma omp parallel for if (blocks > 1)
-  for (Index b = 0; b < blocks; ++b) {
-    double* a = partial.data() + static_cast<std::size_t>(b) * width;
-    for (Index r = b * rows / blocks; r < (b + 1) * rows / blocks; ++r) terms(r, a, a + channels);
-  }
-  std::fill(out, out + width, 0.0);
-  for (Index b = 0; b < blocks; ++b)
-    for (std::size_t i = 0; i < width; ++i) out[i] += partial[static_cast<std::size_t>(b) * width + i];
+// `buffer` as `count` doubles of `device`.
+double* doubles(std::shared_ptr<Storage>& buffer, Index count, Device device) {
+  const std::size_t bytes = static_cast<std::size_t>(std::max<Index>(count, 1)) * sizeof(double);
+  if (!buffer || buffer->bytes() != bytes || buffer->device() != device)
+    buffer = std::make_shared<Storage>(bytes, device);
+  return static_cast<double*>(buffer->data());
 }
 
 void ensure_tensor(Tensor& t, const Shape& shape, Device device) {
@@ -172,35 +163,20 @@ void BatchNormalizationImpl::backward(const BackwardContext& ctx) {
   }
 }
 
+// The replicas' per-channel sums of x and x^2 and their row counts, added over the replicas on the device, give
+// the global batch's mean and biased variance.
 void BatchNormalizationImpl::forward_synchronized(const ForwardContext& ctx, const float* gamma, const float* beta) {
   const Tensor& x = ctx.inputs[0];
-  if (!x.device().is_cpu())
-    throw std::invalid_argument(where() + "synchronized batch statistics are computed on the host; the input is on " +
-                                x.device().to_string());
   BatchNormState& st = ctx.get_state<BatchNormState>();
+  backend::Backend& be = backend::get(x.device());
   const Index channels = st.mean.numel();
-  const auto c = static_cast<std::size_t>(channels);
-  const float* xp = x.data<float>();
-  st.sums.resize(2 * c + 1);
-  channel_sums(st.rows, channels, st.partial, st.sums.data(), [&](Index r, double* sum, double* squares) {
-    const float* row = xp + r * channels;
-    for (Index k = 0; k < channels; ++k) {
-      const double v = row[k];
-      sum[k] += v;
-      squares[k] += v * v;
-    }
-  });
-  st.sums[2 * c] = static_cast<double>(st.rows);
-  ctx.replica->all_reduce_sum(st.sums.data(), st.sums.size());
-  st.count = st.sums[2 * c];
+  double* sums = doubles(st.sums, 2 * channels + 1, x.device());
+  be.batch_norm_sums(x.data<float>(), st.rows, channels, sums);
+  ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels + 1), x.device());
   float* mean = st.mean.data<float>();
   float* variance = st.variance.data<float>();
-  for (std::size_t k = 0; k < c; ++k) {
-    const double m = st.sums[k] / st.count;
-    mean[k] = static_cast<float>(m);
-    variance[k] = static_cast<float>(std::max(st.sums[c + k] / st.count - m * m, 0.0));
-  }
-  st.op->forward_inference(xp, gamma, beta, mean, variance, ctx.outputs[0].data<float>());
+  be.batch_norm_statistics(sums, channels, mean, variance);
+  st.op->forward_inference(x.data<float>(), gamma, beta, mean, variance, ctx.outputs[0].data<float>());
 }
 
 // dx = gamma / sqrt(var + eps) * (dy - sum(dy) / count - x_hat * sum(dy * x_hat) / count), the sums over every
@@ -211,48 +187,18 @@ void BatchNormalizationImpl::backward_synchronized(const BackwardContext& ctx, c
   const Tensor& dy = ctx.grad_outputs[0];
   Tensor& dx = ctx.grad_inputs[0];
   BatchNormState& st = ctx.get_state<BatchNormState>();
+  backend::Backend& be = backend::get(dy.device());
   const Index channels = st.mean.numel(), rows = st.rows;
-  const auto c = static_cast<std::size_t>(channels);
-  const float* xp = x.data<float>();
-  const float* dyp = dy.data<float>();
-  const float* mean = st.mean.data<float>();
-  const float* variance = st.variance.data<float>();
-  // sums[0, 2c): per channel, the sums of dy and of dy * x_hat; sums[2c, 3c): 1 / sqrt(var + eps).
-  std::vector<double>& sums = st.sums;
-  sums.resize(3 * c);
-  double* inv_std = sums.data() + 2 * c;
-  const double epsilon = static_cast<float>(options_.epsilon);  // as the forward's oneDNN op adds it
-  for (std::size_t k = 0; k < c; ++k) inv_std[k] = 1.0 / std::sqrt(static_cast<double>(variance[k]) + epsilon);
-  channel_sums(rows, channels, st.partial, sums.data(), [&](Index r, double* sum_dy, double* sum_dy_xhat) {
-    const float* xr = xp + r * channels;
-    const float* dr = dyp + r * channels;
-    for (Index k = 0; k < channels; ++k) {
-      const double d = dr[k];
-      sum_dy[k] += d;
-      sum_dy_xhat[k] += d * (xr[k] - mean[k]) * inv_std[k];
-    }
-  });
-  float* dg = (dgamma ? *dgamma : st.dgamma_sink).data<float>();
-  float* db = (dbeta ? *dbeta : st.dbeta_sink).data<float>();
-  for (std::size_t k = 0; k < c; ++k) {
-    db[k] = static_cast<float>(sums[k]);
-    dg[k] = static_cast<float>(sums[c + k]);
-  }
-  ctx.replica->all_reduce_sum(sums.data(), 2 * c);
+  const float epsilon = static_cast<float>(options_.epsilon);  // as the forward's batch-norm op adds it
+  double* sums = doubles(st.grad_sums, 2 * channels, dy.device());
+  be.batch_norm_grad_sums(x.data<float>(), dy.data<float>(), st.mean.data<float>(), st.variance.data<float>(),
+                          epsilon, rows, channels, sums, (dgamma ? *dgamma : st.dgamma_sink).data<float>(),
+                          (dbeta ? *dbeta : st.dbeta_sink).data<float>());
+  ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels), dy.device());
   if (!dx.defined()) return;
-  float* dxp = dx.data<float>();
-  const double count = st.count;
-#pragma omp parallel for if (rows * channels > (Index{1} << 15))
-  for (Index r = 0; r < rows; ++r) {
-    const float* xr = xp + r * channels;
-    const float* dr = dyp + r * channels;
-    float* out = dxp + r * channels;
-    for (Index k = 0; k < channels; ++k) {
-      const auto kk = static_cast<std::size_t>(k);
-      const double xhat = (xr[k] - mean[k]) * inv_std[kk];
-      out[k] = static_cast<float>(gamma[k] * inv_std[kk] * (dr[k] - sums[kk] / count - xhat * sums[c + kk] / count));
-    }
-  }
+  const double* count = static_cast<const double*>(st.sums->data()) + 2 * channels;
+  be.batch_norm_sync_dx(x.data<float>(), dy.data<float>(), gamma, st.mean.data<float>(), st.variance.data<float>(),
+                        epsilon, sums, count, rows, channels, dx.data<float>());
 }
 
 TOWER_REGISTER_LAYER(BatchNormalizationImpl, "BatchNormalization");

@@ -20,7 +20,8 @@
 //     and their row counts are summed over replicas (ReplicaContext::all_reduce_sum), mean = sum / count and
 //     variance = max(sum of squares / count - mean^2, 0) (Keras' SyncBN), and backward sums the per-channel
 //     sums of dy and dy * x_hat the same way, so N replicas compute the gradient one replica computes on the
-//     whole batch. Synchronized statistics are computed on the host (CPU tensors).
+//     whole batch. The sums are taken on the input's device (Backend::batch_norm_sums and the ops after it) and
+//     added over the replicas there (ReplicaContext::all_reduce_sum with the device), on CPUs and GPUs alike.
 //   the moving statistics are updated by the first replica only, from its batch statistics (the global ones
 //     when synchronized), and every replica reads the same values. That is what Keras 3 on tf.distribute
 //     keeps: its moving statistics are per-replica copies (aggregation "none") and the weights a model reports

@@ -397,6 +397,24 @@ class Backend {
   // y[i] += x[i] (merging metric states); y[i] += value.
   virtual void add_doubles(const double* x, double* y, Index n) = 0;
   virtual void add_to_doubles(double* y, Index n, double value) = 0;
+
+  // ---- synchronized batch normalization (the formulas: math/sync_batch_norm.h) -----------------------------
+  // x and dy are row-major [rows, channels]; the double arrays are memory of this device. A strategy adds the
+  // sums of every replica (ReplicaContext::all_reduce_sum on the device) between these ops.
+  // sums[0, c) = per-channel sums of x, sums[c, 2c) = of x^2, sums[2c] = rows.
+  virtual void batch_norm_sums(const float* x, Index rows, Index channels, double* sums) = 0;
+  // mean and biased variance of the rows those sums (over every replica) describe.
+  virtual void batch_norm_statistics(const double* sums, Index channels, float* mean, float* variance) = 0;
+  // sums[0, c) = per-channel sums of dy, sums[c, 2c) = of dy * x_hat (x_hat = (x - mean) / sqrt(variance +
+  // epsilon)); dbeta and dgamma = those sums rounded to float (this replica's gradients of beta and gamma).
+  virtual void batch_norm_grad_sums(const float* x, const float* dy, const float* mean, const float* variance,
+                                    float epsilon, Index rows, Index channels, double* sums, float* dgamma,
+                                    float* dbeta) = 0;
+  // dx of the batch normalization whose statistics came from batch_norm_statistics: grad_sums are
+  // batch_norm_grad_sums' over every replica, *count their rows.
+  virtual void batch_norm_sync_dx(const float* x, const float* dy, const float* gamma, const float* mean,
+                                  const float* variance, float epsilon, const double* grad_sums, const double* count,
+                                  Index rows, Index channels, float* dx) = 0;
 };
 
 // The backend for a device; throws std::invalid_argument if this build has none for it.

@@ -6,6 +6,8 @@
 // how replicas are placed or how sums travel between them (threads, MPI, NCCL).
 #include <cstddef>
 
+#include "api/core/device.h"
+
 namespace tower {
 
 class ReplicaContext {
@@ -20,6 +22,10 @@ class ReplicaContext {
   // make the same sequence of calls with the same counts (the calls pair up in order); a call returns once
   // all replicas have made it. Throws when the step was aborted because another replica failed.
   virtual void all_reduce_sum(double* values, std::size_t count) = 0;
+  // The same for values in memory of `device`, the replica's device: on GPUs the sum is taken there, with device
+  // copies and the backend's kernels (the values do not pass through the host, except between worker processes);
+  // on the CPU it is the call above.
+  virtual void all_reduce_sum(double* values, std::size_t count, Device device) = 0;
 };
 
 }  // namespace tower

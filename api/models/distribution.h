@@ -18,6 +18,11 @@ namespace tower {
 
 class ModelImpl;
 class Plan;
+struct Variable;
+using VariablePtr = std::shared_ptr<Variable>;
+namespace optimizers {
+class Optimizer;
+}
 
 namespace detail {
 
@@ -32,6 +37,24 @@ class ReplicaWork {
  private:
   void* object_;
   void (*call_)(void*, int);
+};
+
+// A non-owning reference to a callable void(variables, gradients, optimizer): the training loop's update of one
+// replica's own copies of the trainable variables (regularizer gradients added, then the optimizer's step).
+class CopyUpdate {
+ public:
+  template <class F>
+  explicit CopyUpdate(F& fn)
+      : object_(&fn), call_([](void* o, const std::vector<VariablePtr>& v, const std::vector<Tensor>& g,
+                               optimizers::Optimizer& opt) { (*static_cast<F*>(o))(v, g, opt); }) {}
+  void operator()(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                  optimizers::Optimizer& optimizer) const {
+    call_(object_, variables, gradients, optimizer);
+  }
+
+ private:
+  void* object_;
+  void (*call_)(void*, const std::vector<VariablePtr>&, const std::vector<Tensor>&, optimizers::Optimizer&);
 };
 
 // One model's replicas on this worker. Replicas are numbered 0 .. num_local() - 1 here; every worker sees the
@@ -59,8 +82,29 @@ class Replicas {
   // without rows are ignored.
   virtual void gather(Index n, std::span<const Tensor> parts, Tensor& global) = 0;
   // After the optimizer step: makes what the replicas of other workers hold equal (their copies of the
-  // non-trainable weights, which only the first replica's batch statistics update). Nothing to do in-process.
+  // non-trainable weights, which only the first replica's batch statistics update), and the copies of replicas
+  // that hold their own variables. Nothing to do for replicas that share the model's variables.
   virtual void after_update() {}
+
+  // Mirrored variables. Replicas may hold their own copies of the model's variables (replicas on several
+  // physical GPUs do); the model's own variables are then the first replica's copy, so reading the model's
+  // weights (get_weights, save, evaluate without the strategy) reads the first replica's values.
+  //
+  // After run(..., true) and before the optimizer's step on the model's own variables: calls update(variables,
+  // gradients, optimizer) once per other replica holding its own copies, with its copies of the trainable
+  // weights (parallel to the model's trainable_weights()), the summed gradients on its device and its own
+  // optimizer (a copy of `main`, at main's step and learning rate), so every copy takes the same step the model's
+  // variables take. Nothing to do for replicas that share the model's variables.
+  virtual void update_copies(const optimizers::Optimizer& main, const CopyUpdate& update) {
+    (void)main;
+    (void)update;
+  }
+  // After set_weights and load_weights, and as fit (after its callbacks' on_train_begin, which may restore a
+  // checkpoint), evaluate and predict begin: the model's own variables and its optimizer's slots may have been
+  // written outside the replicas; replicas holding their own copies take them again. (Variables written directly,
+  // between train_on_batch calls, reach the copies at the next of these.) Nothing to do for replicas that share
+  // the model's variables.
+  virtual void sync_from_model() {}
 };
 
 // A strategy, as the model and the training loop see it.

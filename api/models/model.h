@@ -114,6 +114,8 @@ class ModelImpl : public Layer {
   void set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs);
   bool has_graph() const { return !graph_.outputs.empty(); }
   void require_graph(const char* what) const;
+  // After set_weights / load_weights: replicas holding their own copies of the variables take the new values.
+  void weights_written();
 
  private:
   Graph graph_;

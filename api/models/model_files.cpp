@@ -23,6 +23,7 @@ void ModelImpl::set_weights(const std::vector<Tensor>& values) {
       throw std::invalid_argument("Model '" + name() + "': weight '" + ws[i]->path + "' has shape " +
                                   ws[i]->value.shape().to_string() + ", got " + values[i].shape().to_string());
   for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->value.copy_from(values[i]);
+  weights_written();
 }
 
 void ModelImpl::save_weights(const std::string& path) const {
@@ -35,8 +36,16 @@ void ModelImpl::save_weights(const std::string& path) const {
 }
 
 void ModelImpl::load_weights(const std::string& path) {
-  if (io::keras_weights_format(path) != io::KerasWeightsFormat::none) return io::load_keras_weights(*this, path);
+  if (io::keras_weights_format(path) != io::KerasWeightsFormat::none) {
+    io::load_keras_weights(*this, path);
+    weights_written();
+    return;
+  }
   assign_weights(io::read_weights_file(path), path);
+}
+
+void ModelImpl::weights_written() {
+  if (replicas_) replicas_->sync_from_model();
 }
 
 void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& path) {
@@ -52,6 +61,7 @@ void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& p
                                   ", model weight '" + ws[i]->path + "' has shape " +
                                   ws[i]->value.shape().to_string() + " (a file from another model?)");
   for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->value.copy_from(file.weights[i].value);
+  weights_written();
 }
 
 // ---- model configs ------------------------------------------------------------------------------------------

@@ -416,12 +416,19 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     v->regularizer.add_penalty(v->value, examples, loss_sums(v->value.device()).data());
   if (training) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
-    for (std::size_t k = 0; k < trainable.size(); ++k)
-      if (trainable[k]->regularizer.active()) {
-        Tensor g = grads[k];
-        trainable[k]->regularizer.add_gradient(trainable[k]->value, g);
-      }
-    optimizer_->apply_gradients(trainable, grads);
+    auto update = [](const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                     optimizers::Optimizer& optimizer) {
+      for (std::size_t k = 0; k < variables.size(); ++k)
+        if (variables[k]->regularizer.active()) {
+          Tensor g = gradients[k];
+          variables[k]->regularizer.add_gradient(variables[k]->value, g);
+        }
+      optimizer.apply_gradients(variables, gradients);
+    };
+    // Replicas with their own copies of the variables first: they read the summed gradients before the model's
+    // regularizers add to them.
+    if (replicas) replicas->update_copies(*optimizer_, CopyUpdate(update));
+    update(trainable, grads, *optimizer_);
     if (replicas) replicas->after_update();
   }
   loss_count_ += examples;
@@ -483,6 +490,11 @@ void TrainingLoop::start_callbacks(std::vector<CallbackPtr>& cbs, int verbose, i
   });
 }
 
+void TrainingLoop::sync_replicas() {
+  if (!model_.distribution()) return;
+  if (Replicas* replicas = model_.replicas()) replicas->sync_from_model();
+}
+
 Logs TrainingLoop::train_on_batch(const data::Element& batch) {
   require_compiled("train_on_batch()");
   reset_metrics();
@@ -501,7 +513,10 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
                             const std::vector<CallbackPtr>* fit_callbacks) {
   require_compiled("evaluate()");
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
-  if (!fit_callbacks) start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
+  if (!fit_callbacks) {
+    start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
+    sync_replicas();
+  }
   reset_metrics();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_begin(Logs()); });
   auto it = data.make_iterator();
@@ -516,6 +531,7 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
+  sync_replicas();
   predictions_.assign(model_.outputs().size(), {});
   auto it = data.make_iterator();
   run_epoch(Mode::predict, data, it, options.steps, false, cbs);
@@ -559,6 +575,8 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   model_.stop_training = false;
   model_.resume_epoch = -1;
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
+  // After on_train_begin, which may restore weights (BackupAndRestore).
+  sync_replicas();
   const int first_epoch = model_.resume_epoch >= 0 ? model_.resume_epoch : options.initial_epoch;
   model_.resume_epoch = -1;
   std::unique_ptr<data::Iterator> it;

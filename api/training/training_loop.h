@@ -158,6 +158,8 @@ class TrainingLoop {
   // Runs every replica of the model's strategy on the batch; returns the gathered per-example losses and
   // predictions (every output's predictions for predict, those metrics need otherwise).
   Gathered& distributed_step(Replicas& replicas, const data::Element& batch, Mode mode);
+  // Replicas holding their own copies of the variables take the model's (Replicas::sync_from_model).
+  void sync_replicas();
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
   // Stages rows [begin, end) of the batch's targets and sample weights on `device` and computes each output's
   // example weights there.

@@ -1,7 +1,6 @@
 #include "distribute/detail/mirrored_replicas.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "api/backend/backend.h"
@@ -9,33 +8,37 @@
 #include "api/core/random.h"
 #include "api/engine/plan.h"
 #include "api/models/model.h"
+#include "api/optimizers/optimizer.h"
 
 namespace tower::distribute::detail {
 
 MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> devices, CrossDeviceOpsPtr ops,
-                                   std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes)
+                                   std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes,
+                                   bool mirror_variables, bool nccl_between_workers)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
       who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
       last_plan_(static_cast<std::size_t>(local_), nullptr),
       errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()), bucket_cap_bytes_(bucket_cap_bytes),
-      turns_(static_cast<std::size_t>(local_), nullptr) {
+      turns_(static_cast<std::size_t>(local_), nullptr), nccl_between_workers_(nccl_between_workers) {
   if (bucket_cap_bytes_ == 0) throw std::invalid_argument(who_ + "the gradient bucket cap must be at least one byte");
-  for (const LogicalDevice& d : devices_) {
-    if (d.device == devices_[0].device) continue;
-    throw std::invalid_argument(
-        who_ + "replicas on " + devices_[0].name + " (" + devices_[0].device.to_string() + ") and " + d.name + " (" +
-        d.device.to_string() + ") would each need a copy of the weights on their own GPU, which Tower does not keep "
-        "yet; run the replicas on logical GPUs of one GPU (TOWER_LOGICAL_GPUS, set_logical_gpus_per_gpu) or on CPU "
-        "devices");
-  }
+  // Replicas on several physical devices cannot share the model's variables: each holds its own copies.
+  mirrored_ = mirror_variables && local_ > 1;
+  for (const LogicalDevice& d : devices_)
+    if (d.device != devices_[0].device) mirrored_ = true;
+  if (nccl_between_workers_ && (!workers_ || !devices_[0].device.is_cuda()))
+    throw std::invalid_argument(who_ + "NCCL between workers needs workers with GPU replicas; the replicas are on " +
+                                devices_[0].name + (workers_ ? "" : " of one process"));
   if (devices_[0].device.is_cuda()) {
-    if (workers_)
-      throw std::invalid_argument(who_ + "replicas on GPUs (" + devices_[0].name +
-                                  ") are not available to several workers yet; use CPU devices");
-    // Logical GPUs of one GPU share its backend: their threads take turns issuing work.
-    if (local_ > 1) {
+    // Logical GPUs of one GPU share its backend: their threads take turns issuing work to it.
+    for (int r = 0; r < local_; ++r) {
+      const auto ur = static_cast<std::size_t>(r);
+      if (turns_[ur]) continue;
+      std::vector<std::size_t> sharing;
+      for (std::size_t i = ur; i < devices_.size(); ++i)
+        if (devices_[i].device == devices_[ur].device) sharing.push_back(i);
+      if (sharing.size() < 2) continue;
       turn_locks_.push_back(std::make_unique<std::mutex>());
-      std::fill(turns_.begin(), turns_.end(), turn_locks_.back().get());
+      for (std::size_t i : sharing) turns_[i] = turn_locks_.back().get();
     }
   }
   if (workers_) {
@@ -43,6 +46,15 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
     num_workers_ = workers_->size();
     check_same_model();
     broadcast_from_chief(model_.weights());
+  }
+  if (mirrored_) {
+    const auto n = static_cast<std::size_t>(local_);
+    copies_.resize(n);
+    copy_optimizers_.resize(n);
+    copy_trainable_.resize(n);
+    copy_sums_.resize(n);
+    copy_sum_views_.resize(n);
+    for (int r = 1; r < local_; ++r) make_copy(r);
   }
   omp_threads_ = std::max(1, backend::num_threads() / local_);
   if (local_ > 1) threads_ = std::make_unique<ReplicaThreads>(local_, omp_threads_, [this](int r) { replica_main(r); });
@@ -71,13 +83,133 @@ std::pair<Index, Index> MirroredReplicas::rows(Index n, int g) const {
 
 std::pair<Index, Index> MirroredReplicas::slice(Index n, int r) const { return rows(n, worker_ * local_ + r); }
 
+namespace {
+
+// Per weight of model.weights(): whether it is among the trainable weights.
+std::vector<bool> trainable_mask(const ModelImpl& model) {
+  const std::vector<VariablePtr> all = model.weights(), trainable = model.trainable_weights();
+  std::vector<bool> mask;
+  for (const VariablePtr& v : all) mask.push_back(std::find(trainable.begin(), trainable.end(), v) != trainable.end());
+  return mask;
+}
+
+void move_to(const std::vector<VariablePtr>& variables, Device device) {
+  for (const VariablePtr& v : variables)
+    if (v->value.defined() && v->value.device() != device) v->value = v->value.to(device);
+}
+
+}  // namespace
+
+ModelImpl& MirroredReplicas::replica_model(int r) {
+  return mirrored_ && r > 0 ? *copies_[static_cast<std::size_t>(r)] : model_;
+}
+
+std::vector<VariablePtr> MirroredReplicas::replica_weights(int r) { return replica_model(r).weights(); }
+
+const std::shared_ptr<optimizers::Optimizer>& MirroredReplicas::replica_optimizer(int r) const {
+  static const std::shared_ptr<optimizers::Optimizer> none;
+  return mirrored_ && r > 0 ? copy_optimizers_[static_cast<std::size_t>(r)] : none;
+}
+
+void MirroredReplicas::make_copy(int r) {
+  const auto ur = static_cast<std::size_t>(r);
+  const LogicalDevice& d = devices_[ur];
+  std::shared_ptr<ModelImpl> copy;
+  try {
+    copy = model_from_config(model_.serialize());
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(who_ + "replica " + std::to_string(r) + " on " + d.name + " (" + d.device.to_string() +
+                                ") holds its own copy of model '" + model_.name() +
+                                "', rebuilt from the model's config, and the config does not rebuild: " + e.what());
+  }
+  const std::vector<VariablePtr> mine = model_.weights(), theirs = copy->weights();
+  if (mine.size() != theirs.size())
+    throw std::invalid_argument(who_ + "replica " + std::to_string(r) + "'s copy of model '" + model_.name() +
+                                "', rebuilt from its config, has " + std::to_string(theirs.size()) +
+                                " weights, the model " + std::to_string(mine.size()));
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (mine[i]->value.shape() != theirs[i]->value.shape())
+      throw std::invalid_argument(who_ + "replica " + std::to_string(r) + "'s copy of weight '" + mine[i]->path +
+                                  "' has shape " + theirs[i]->value.shape().to_string() + ", the model's " +
+                                  mine[i]->value.shape().to_string());
+  // Layers frozen in the model after they were made: the config carries their flag, the copy keeps it.
+  copies_[ur] = std::move(copy);
+  copy_optimizers_[ur].reset();
+  copy_trainable_[ur].clear();
+  copy_sums_[ur] = Tensor();
+  copy_sum_views_[ur].clear();
+  for (auto it = plans_.begin(); it != plans_.end();)
+    it = std::get<0>(it->first) == r ? plans_.erase(it) : std::next(it);
+  last_plan_[ur] = nullptr;
+  copy_variables_to(r, false);
+}
+
+void MirroredReplicas::copy_variables_to(int r, bool only_non_trainable) {
+  ModelImpl& copy = *copies_[static_cast<std::size_t>(r)];
+  const std::vector<VariablePtr> mine = only_non_trainable ? model_.non_trainable_weights() : model_.weights();
+  const std::vector<VariablePtr> theirs = only_non_trainable ? copy.non_trainable_weights() : copy.weights();
+  if (mine.size() != theirs.size())
+    throw std::logic_error(who_ + "replica " + std::to_string(r) + " has " + std::to_string(theirs.size()) +
+                           " copies of the model's " + std::to_string(mine.size()) + " weights");
+  for (std::size_t i = 0; i < mine.size(); ++i) theirs[i]->value.copy_from(mine[i]->value);
+}
+
+void MirroredReplicas::copy_optimizer_to(int r, const optimizers::Optimizer& main, bool copy_slots) {
+  std::shared_ptr<optimizers::Optimizer>& opt = copy_optimizers_[static_cast<std::size_t>(r)];
+  if (!opt) {
+    try {
+      opt = optimizers::optimizer_from_config(main.serialize());
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(who_ + "replica " + std::to_string(r) + " updates its own copies of the variables "
+                                  "with a copy of the " + main.type() + " optimizer, made from its config, and the "
+                                  "config does not rebuild: " + e.what());
+    }
+    copy_slots = true;
+  }
+  opt->set_iterations(main.iterations());
+  if (opt->learning_rate() != main.learning_rate()) opt->set_learning_rate(main.learning_rate());
+  if (!copy_slots || !main.built()) return;
+  const std::vector<VariablePtr>& slots = main.variables();
+  if (!opt->built()) {
+    // Built for the copies of the variables the model's optimizer was built for, in its order, so the slots pair
+    // up by position. A slot is "<variable path>/<slot name>".
+    const std::vector<VariablePtr> mine = model_.weights(), theirs = replica_model(r).weights();
+    std::vector<VariablePtr> variables;
+    std::size_t last = mine.size();
+    for (const VariablePtr& slot : slots) {
+      const std::string owner = slot->path.substr(0, slot->path.rfind('/'));
+      std::size_t i = 0;
+      while (i < mine.size() && mine[i]->path != owner) ++i;
+      if (i == mine.size())
+        throw std::logic_error(who_ + "the optimizer's slot '" + slot->path + "' belongs to no weight of model '" +
+                               model_.name() + "'");
+      if (i != last) variables.push_back(theirs[i]);
+      last = i;
+    }
+    opt->build(variables);
+  }
+  const std::vector<VariablePtr>& theirs = opt->variables();
+  if (theirs.size() != slots.size())
+    throw std::logic_error(who_ + "replica " + std::to_string(r) + "'s optimizer has " + std::to_string(theirs.size()) +
+                           " slots, the model's " + std::to_string(slots.size()));
+  for (std::size_t i = 0; i < slots.size(); ++i) theirs[i]->value.copy_from(slots[i]->value);
+}
+
 Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
+  // A layer frozen or unfrozen since replica r's copy was made: the copy is remade from the model.
+  if (mirrored_ && r > 0 && training && trainable_mask(model_) != trainable_mask(*copies_[static_cast<std::size_t>(r)]))
+    make_copy(r);
+  ModelImpl& model = replica_model(r);
   auto& slot = plans_[{r, batch, training}];
   // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale (as in ModelImpl::plan_for).
-  if (slot && training && model_.trainable_weights() != slot->trainable_weights()) slot.reset();
+  if (slot && training && model.trainable_weights() != slot->trainable_weights()) slot.reset();
   if (!slot) {
-    // Weights built since the last move (and every weight, the first time) join the replicas' GPU.
-    if (!devices_[0].device.is_cpu()) model_.to(devices_[0].device);
+    const Device device = mirrored_ ? devices_[static_cast<std::size_t>(r)].device : devices_[0].device;
+    // Weights built since the last move (and every weight, the first time) join the replica's GPU.
+    if (!device.is_cpu()) {
+      model.to(device);
+      if (const auto& opt = replica_optimizer(r); opt && opt->built()) move_to(opt->variables(), device);
+    }
     PlanOptions o;
     o.batch_size = batch;
     o.training = training;
@@ -85,7 +217,7 @@ Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
     o.device = devices_[static_cast<std::size_t>(r)].device;
     o.replica = group_.context(r);
     o.seed = plan_seed(worker_ * local_ + r, batch, training);
-    slot = std::make_unique<Plan>(model_, o);
+    slot = std::make_unique<Plan>(model, o);
     if (training) slot->set_gradient_ready_callback([this, r](int k) { gradient_ready(r, k); });
   }
   last_plan_[static_cast<std::size_t>(r)] = slot.get();
@@ -154,13 +286,27 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
     // One replica here: its own buffer holds this worker's sum (and is summed over workers in place).
     gradients_ = &last_plan_[0]->weight_grads();
     const Tensor& flat = last_plan_[0]->flat_grads();
-    if (workers_) workers_->all_reduce_sum(flat.data<float>(), static_cast<std::size_t>(flat.numel()), num_workers_);
+    if (workers_) sum_over_workers(flat.data<float>(), flat.device(), static_cast<std::size_t>(flat.numel()));
     return;
   }
   if (active == 0) reduced_.zero();  // a worker without rows adds nothing
   gradients_ = &reduced_views_;
-  if (workers_)
-    workers_->all_reduce_sum(reduced_.data<float>(), static_cast<std::size_t>(reduced_count_), num_workers_);
+  if (workers_) sum_over_workers(reduced_.data<float>(), reduced_.device(), static_cast<std::size_t>(reduced_count_));
+}
+
+void MirroredReplicas::sum_over_workers(float* data, Device device, std::size_t count) {
+  if (device.is_cpu()) return workers_->all_reduce_sum(data, count, num_workers_);
+  if (nccl_between_workers_) {
+    // Every worker takes part, those without rows with zeros, as over MPI.
+    if (!worker_gpus_) worker_gpus_ = make_nccl_communicator({devices_[0]}, workers_, who_);
+    worker_gpus_->all_reduce_sum(0, data, data, count);
+    worker_gpus_->join(0);
+    return;
+  }
+  worker_staging_.resize(count);
+  copy_bytes(worker_staging_.data(), Device::cpu(), data, device, count * sizeof(float));
+  workers_->all_reduce_sum(worker_staging_.data(), count, num_workers_);
+  copy_bytes(data, device, worker_staging_.data(), Device::cpu(), count * sizeof(float));
 }
 
 void MirroredReplicas::replica_main(int r) {
@@ -232,6 +378,62 @@ void MirroredReplicas::gather(Index n, std::span<const Tensor> parts, Tensor& gl
 void MirroredReplicas::after_update() {
   // Only the chief's first replica updates the moving statistics; the other workers take its values.
   if (workers_ && num_workers_ > 1) broadcast_from_chief(model_.non_trainable_weights());
+  // And so do the other local replicas holding their own copies.
+  if (mirrored_)
+    for (int r = 1; r < local_; ++r) copy_variables_to(r, true);
+}
+
+const std::vector<Tensor>& MirroredReplicas::copy_gradients(int r) {
+  const auto ur = static_cast<std::size_t>(r);
+  // An all-reduce left the sum in the replica's own gradient buffer (the workers' sum is only in the first's).
+  if (!workers_ && reduce_in_threads_ && r < active_ && ops_->sums_in_every_part())
+    return last_plan_[ur]->weight_grads();
+  // Else it is copied from the first replica's device: one buffer, as the gradients are one.
+  const std::vector<VariablePtr>& trainable = copy_trainable_[ur];
+  Index total = 0;
+  for (const VariablePtr& v : trainable) total += v->value.numel();
+  const Device device = devices_[ur].device;
+  Tensor& flat = copy_sums_[ur];
+  std::vector<Tensor>& views = copy_sum_views_[ur];
+  if (!flat.defined() || flat.numel() != std::max<Index>(total, 1) || flat.device() != device ||
+      views.size() != trainable.size()) {
+    flat = Tensor(Shape{std::max<Index>(total, 1)}, DType::float32, device);
+    views.clear();
+    Index offset = 0;
+    for (const VariablePtr& v : trainable) {
+      views.push_back(flat.slice(offset, offset + v->value.numel()).reshape(v->value.shape()));
+      offset += v->value.numel();
+    }
+  }
+  const Tensor& sum = gradients_ == &reduced_views_ ? reduced_ : last_plan_[0]->flat_grads();
+  if (sum.numel() < total)
+    throw std::logic_error(who_ + "the summed gradients have " + std::to_string(sum.numel()) + " values, replica " +
+                           std::to_string(r) + "'s trainable copies " + std::to_string(total));
+  copy_bytes(flat.raw_data(), device, sum.raw_data(), sum.device(), static_cast<std::size_t>(total) * sizeof(float));
+  return views;
+}
+
+void MirroredReplicas::update_copies(const optimizers::Optimizer& main, const tower::detail::CopyUpdate& update) {
+  if (!mirrored_) return;
+  if (!gradients_) throw std::logic_error(who_ + "update_copies() before a training step");
+  for (int r = 1; r < local_; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    copy_trainable_[ur] = copies_[ur]->trainable_weights();
+    copy_optimizer_to(r, main, false);
+    update(copy_trainable_[ur], copy_gradients(r), *copy_optimizers_[ur]);
+  }
+}
+
+void MirroredReplicas::sync_from_model() {
+  if (!mirrored_) return;
+  for (int r = 1; r < local_; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    if (trainable_mask(model_) != trainable_mask(*copies_[ur]))
+      make_copy(r);
+    else
+      copy_variables_to(r, false);
+    if (copy_optimizers_[ur] && model_.optimizer()) copy_optimizer_to(r, *model_.optimizer(), true);
+  }
 }
 
 void MirroredReplicas::broadcast_from_chief(const std::vector<VariablePtr>& weights) {
@@ -239,10 +441,11 @@ void MirroredReplicas::broadcast_from_chief(const std::vector<VariablePtr>& weig
   for (const VariablePtr& v : weights) total += static_cast<std::size_t>(v->value.numel());
   if (total == 0 || num_workers_ <= 1) return;
   staging_.resize(total);
+  // Through host memory (MPI), wherever the weights live.
   if (worker_ == 0) {
     std::size_t offset = 0;
     for (const VariablePtr& v : weights) {
-      std::memcpy(staging_.data() + offset, v->value.data<float>(), v->value.nbytes());
+      copy_bytes(staging_.data() + offset, Device::cpu(), v->value.raw_data(), v->value.device(), v->value.nbytes());
       offset += static_cast<std::size_t>(v->value.numel());
     }
   }
@@ -250,7 +453,7 @@ void MirroredReplicas::broadcast_from_chief(const std::vector<VariablePtr>& weig
   if (worker_ == 0) return;
   std::size_t offset = 0;
   for (const VariablePtr& v : weights) {
-    std::memcpy(v->value.data<float>(), staging_.data() + offset, v->value.nbytes());
+    copy_bytes(v->value.raw_data(), v->value.device(), staging_.data() + offset, Device::cpu(), v->value.nbytes());
     offset += static_cast<std::size_t>(v->value.numel());
   }
 }

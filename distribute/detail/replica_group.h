@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/core/tensor.h"
 #include "api/engine/replica_context.h"
 #include "distribute/detail/barrier.h"
 #include "distribute/detail/communicator.h"
@@ -26,6 +27,10 @@ class ReplicaGroup {
   // The barrier of this step's active local replicas.
   Barrier& barrier() { return barrier_; }
   void all_reduce_sum(int r, double* values, std::size_t count);
+  // The same with values in memory of `device` (replica r's): on GPUs, every replica adds every replica's values
+  // in replica order on its own device (device copies from the others' GPUs, the backend's add_doubles), so all
+  // get the same bits; between workers the sums travel through the host.
+  void all_reduce_sum(int r, double* values, std::size_t count, Device device);
 
  private:
   class Context;
@@ -40,6 +45,15 @@ class ReplicaGroup {
   std::vector<std::vector<double>> slots_[2];
   std::vector<int> parity_;
   std::vector<double> result_;
+  // The device sums: per replica, its values and device this call, its sum and a buffer for another GPU's
+  // values (grown as needed), and host staging between workers.
+  struct DevicePart {
+    const double* values = nullptr;
+    Device device;
+  };
+  std::vector<DevicePart> device_parts_;
+  std::vector<std::shared_ptr<Storage>> device_sums_, device_copies_;
+  std::vector<std::vector<double>> host_staging_;
 };
 
 }  // namespace tower::distribute::detail

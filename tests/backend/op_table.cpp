@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/core/tensor.h"
 #include "backend/backend_testing.h"
 #include "backend/optimizer_reference.h"
 
@@ -724,6 +725,114 @@ void optimizer_cases(std::vector<OpCase>& t) {
   }
 }
 
+// ---- synchronized batch normalization ------------------------------------------------------------------------
+
+// `count` doubles of the backend's device (an int64 tensor's memory), for the ops' sums.
+double* device_doubles(Backend& be, Index count, std::vector<Tensor>& keep) {
+  keep.emplace_back(Shape{count}, DType::int64, be.device());
+  return static_cast<double*>(keep.back().raw_data());
+}
+
+// Per channel of [rows, channels]: the mean and biased variance in double.
+void reference_moments(const std::vector<float>& x, Index rows, Index channels, std::vector<float>& mean,
+                       std::vector<float>& variance) {
+  for (Index c = 0; c < channels; ++c) {
+    double s = 0, q = 0;
+    for (Index r = 0; r < rows; ++r) {
+      const double v = x[static_cast<std::size_t>(r * channels + c)];
+      s += v;
+      q += v * v;
+    }
+    const double m = s / static_cast<double>(rows);
+    mean[static_cast<std::size_t>(c)] = static_cast<float>(m);
+    variance[static_cast<std::size_t>(c)] = static_cast<float>(std::max(q / static_cast<double>(rows) - m * m, 0.0));
+  }
+}
+
+void sync_batch_norm_cases(std::vector<OpCase>& t) {
+  const Index rows = 301, channels = 13, first = 120;
+  // Two replicas' sums (rows [0, 120) and [120, 301)) added as a strategy adds them, then the statistics.
+  t.push_back({"batch_norm_sums", "batch_norm_sums(301x13 as 120 + 181 rows) + add_doubles + statistics",
+               {rows * channels}, {channels, channels}, -1, 1, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 std::vector<Tensor> keep;
+                 double* a = device_doubles(be, 2 * channels + 1, keep);
+                 double* b = device_doubles(be, 2 * channels + 1, keep);
+                 be.batch_norm_sums(i[0], first, channels, a);
+                 be.batch_norm_sums(i[0] + first * channels, rows - first, channels, b);
+                 be.add_doubles(a, b, 2 * channels + 1);
+                 be.batch_norm_statistics(b, channels, o[0], o[1]);
+               },
+               [=](OpBuffers& b) { reference_moments(b.in[0], rows, channels, b.out[0], b.out[1]); }});
+  // Values far from zero: the variance is a difference of large sums, which double keeps exact enough.
+  const Index big = 4099, c7 = 7;
+  t.push_back({"batch_norm_statistics", "batch_norm_sums + batch_norm_statistics(4099x7, values in [2, 3))",
+               {big * c7}, {c7, c7}, 2, 3, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 std::vector<Tensor> keep;
+                 double* sums = device_doubles(be, 2 * c7 + 1, keep);
+                 be.batch_norm_sums(i[0], big, c7, sums);
+                 be.batch_norm_statistics(sums, c7, o[0], o[1]);
+               },
+               [=](OpBuffers& b) { reference_moments(b.in[0], big, c7, b.out[0], b.out[1]); }});
+  const float epsilon = 1e-3f;
+  // Inputs x, dy, gamma, mean, variance (all in [0.1, 1): a positive variance).
+  const auto grad_reference = [=](OpBuffers& b, std::vector<double>& sum_dy, std::vector<double>& sum_dy_xhat) {
+    sum_dy.assign(static_cast<std::size_t>(channels), 0.0);
+    sum_dy_xhat.assign(static_cast<std::size_t>(channels), 0.0);
+    for (Index r = 0; r < rows; ++r)
+      for (Index c = 0; c < channels; ++c) {
+        const auto i = static_cast<std::size_t>(r * channels + c), k = static_cast<std::size_t>(c);
+        const double inv = 1.0 / std::sqrt(static_cast<double>(b.in[4][k]) + epsilon);
+        sum_dy[k] += b.in[1][i];
+        sum_dy_xhat[k] += b.in[1][i] * (b.in[0][i] - b.in[3][k]) * inv;
+      }
+  };
+  t.push_back({"batch_norm_grad_sums", "batch_norm_grad_sums(301x13) -> dgamma, dbeta",
+               {rows * channels, rows * channels, channels, channels, channels}, {channels, channels}, 0.1f, 1,
+               false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 std::vector<Tensor> keep;
+                 double* sums = device_doubles(be, 2 * channels, keep);
+                 be.batch_norm_grad_sums(i[0], i[1], i[3], i[4], epsilon, rows, channels, sums, o[0], o[1]);
+               },
+               [=](OpBuffers& b) {
+                 std::vector<double> sum_dy, sum_dy_xhat;
+                 grad_reference(b, sum_dy, sum_dy_xhat);
+                 for (std::size_t k = 0; k < static_cast<std::size_t>(channels); ++k) {
+                   b.out[0][k] = static_cast<float>(sum_dy_xhat[k]);
+                   b.out[1][k] = static_cast<float>(sum_dy[k]);
+                 }
+               }});
+  t.push_back({"batch_norm_sync_dx", "batch_norm_sync_dx(301x13), one replica's sums and count",
+               {rows * channels, rows * channels, channels, channels, channels}, {rows * channels}, 0.1f, 1, false,
+               1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 std::vector<Tensor> keep;
+                 double* moments = device_doubles(be, 2 * channels + 1, keep);
+                 double* sums = device_doubles(be, 2 * channels, keep);
+                 Tensor sink(Shape{2 * channels}, DType::float32, be.device());
+                 be.batch_norm_sums(i[0], rows, channels, moments);
+                 be.batch_norm_grad_sums(i[0], i[1], i[3], i[4], epsilon, rows, channels, sums, sink.data<float>(),
+                                         sink.data<float>() + channels);
+                 be.batch_norm_sync_dx(i[0], i[1], i[2], i[3], i[4], epsilon, sums, moments + 2 * channels, rows,
+                                       channels, o[0]);
+               },
+               [=](OpBuffers& b) {
+                 std::vector<double> sum_dy, sum_dy_xhat;
+                 grad_reference(b, sum_dy, sum_dy_xhat);
+                 const double n = static_cast<double>(rows);
+                 for (Index r = 0; r < rows; ++r)
+                   for (Index c = 0; c < channels; ++c) {
+                     const auto i = static_cast<std::size_t>(r * channels + c), k = static_cast<std::size_t>(c);
+                     const double inv = 1.0 / std::sqrt(static_cast<double>(b.in[4][k]) + epsilon);
+                     const double xhat = (b.in[0][i] - b.in[3][k]) * inv;
+                     b.out[0][i] = static_cast<float>(b.in[2][k] * inv *
+                                                      (b.in[1][i] - sum_dy[k] / n - xhat * sum_dy_xhat[k] / n));
+                   }
+               }});
+}
+
 }  // namespace
 
 std::vector<OpCase> op_table() {
@@ -738,6 +847,7 @@ std::vector<OpCase> op_table() {
   conv_cases(t);
   pool_cases(t);
   batch_norm_cases(t);
+  sync_batch_norm_cases(t);
   optimizer_cases(t);
   return t;
 }

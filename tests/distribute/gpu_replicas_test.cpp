@@ -1,11 +1,14 @@
 // Replicas on a GPU, which only a machine with one can run (the tests skip themselves elsewhere): logical GPUs of
-// one GPU train as one replica does, the device sums of the cross-device ops, and an NCCL all-reduce.
+// one GPU train as one replica does (with SyncBatchNormalization, and holding their own copies of the variables),
+// two physical GPUs with mirrored variables do too, the device sums of the cross-device ops, and an NCCL
+// all-reduce.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <thread>
 
 #include "distribute/detail/device_communicator.h"
+#include "distribute/detail/mirrored_replicas.h"
 #include "distribute/replica_testing.h"
 #include "tower/tower.h"
 
@@ -24,14 +27,15 @@ std::vector<Tensor> host(const std::vector<Tensor>& tensors) {
   return out;
 }
 
-// 20 steps of the small convnet (no BatchNormalization: SyncBN does not run on GPUs yet) on cuda:0, under
-// `strategy` or, without one, as a single replica; returns the weights.
-std::vector<Tensor> train_on_gpu(const std::optional<distribute::Strategy>& strategy, std::vector<Tensor>& initial) {
+// 20 steps of the small convnet (with synchronized BatchNormalization when sync_bn) on cuda:0, under `strategy`
+// or, without one, as a single replica; returns the weights. With `model_out`, the trained model is kept there.
+std::vector<Tensor> train_on_gpu(const std::optional<distribute::Strategy>& strategy, std::vector<Tensor>& initial,
+                                 bool sync_bn = false, std::optional<Model>* model_out = nullptr) {
   std::optional<Model> model;
   {
     std::optional<distribute::StrategyScope> scope;
     if (strategy) scope.emplace(strategy->scope());
-    model.emplace(testing::small_convnet(false, false));
+    model.emplace(testing::small_convnet(sync_bn, sync_bn));
     model->compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy());
   }
   if (initial.empty())
@@ -43,7 +47,28 @@ std::vector<Tensor> train_on_gpu(const std::optional<distribute::Strategy>& stra
   for (int s = 0; s < kSteps; ++s)
     model->train_on_batch(e.x.slice(s * kGlobalBatch, (s + 1) * kGlobalBatch),
                           e.y.slice(s * kGlobalBatch, (s + 1) * kGlobalBatch));
+  if (model_out) *model_out = model;
   return host(model->get_weights());
+}
+
+void expect_same_weights(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t w = 0; w < got.size(); ++w)
+    EXPECT_LE(testing::relative_difference(got[w], want[w]), 1e-5) << what << ", weight " << w;
+}
+
+// Every replica's copies equal the model's own variables.
+void expect_identical_copies(Model& model, const std::string& what) {
+  auto* replicas = dynamic_cast<distribute::detail::MirroredReplicas*>(model.impl().replicas());
+  ASSERT_TRUE(replicas && replicas->mirrored()) << what;
+  const std::vector<VariablePtr> mine = model.weights();
+  for (int r = 1; r < replicas->num_local(); ++r) {
+    const std::vector<VariablePtr> theirs = replicas->replica_weights(r);
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      EXPECT_EQ(testing::relative_difference(theirs[i]->value.to(Device::cpu()), mine[i]->value.to(Device::cpu())),
+                0.0)
+          << what << ": replica " << r << "'s copy of " << mine[i]->path;
+  }
 }
 
 // Sets the logical GPUs per GPU for a test's lifetime.
@@ -79,6 +104,55 @@ TEST(LogicalGpus, ReplicasOnOneGpuMatchOneReplica_CUDA) {
             << replicas << " logical GPUs (" << ops << "), weight " << w;
       EXPECT_GT(testing::relative_difference(got[0], initial[0]), 1e-3) << "training did not move the weights";
     }
+}
+
+// SyncBatchNormalization on the GPU: its sums and counts are added over the logical GPUs on the device, so 2 and 4
+// replicas train as one replica does on the same global batches.
+TEST(LogicalGpus, SyncBatchNormMatchesOneReplica_CUDA) {
+  SKIP_WITHOUT_A_GPU();
+  const LogicalGpusPerGpu four(4);
+  std::vector<Tensor> initial;
+  const std::vector<Tensor> single = train_on_gpu(std::nullopt, initial, true);
+  for (int replicas : {2, 4}) {
+    std::vector<std::string> devices;
+    for (int r = 0; r < replicas; ++r) devices.push_back("gpu:" + std::to_string(r));
+    distribute::MirroredStrategy strategy(devices);
+    expect_same_weights(train_on_gpu(strategy, initial, true), single,
+                        std::to_string(replicas) + " logical GPUs with SyncBN");
+  }
+}
+
+// Logical GPUs holding their own copies of the variables (mirror_variables), as replicas on several GPUs do.
+TEST(LogicalGpus, ReplicasWithCopiesMatchOneReplica_CUDA) {
+  SKIP_WITHOUT_A_GPU();
+  const LogicalGpusPerGpu two(2);
+  std::vector<Tensor> initial;
+  const std::vector<Tensor> single = train_on_gpu(std::nullopt, initial, true);
+  distribute::MirroredStrategy strategy({"gpu:0", "gpu:1"}, nullptr, {.mirror_variables = true});
+  std::optional<Model> model;
+  expect_same_weights(train_on_gpu(strategy, initial, true, &model), single, "2 logical GPUs with copies, SyncBN");
+  expect_identical_copies(*model, "2 logical GPUs with copies");
+}
+
+// Two physical GPUs: each replica holds its own copies on its GPU, the gradients are summed with NCCL, and the
+// copies stay identical.
+TEST(MirroredVariables, TwoPhysicalGpusMatchOneReplica_CUDA) {
+  if (cuda_device_count() < 2) GTEST_SKIP() << "fewer than two GPUs";
+  const LogicalGpusPerGpu one(1);
+  for (const bool sync_bn : {false, true}) {
+    std::vector<Tensor> initial;
+    const std::vector<Tensor> single = train_on_gpu(std::nullopt, initial, sync_bn);
+    distribute::MirroredStrategy strategy({"gpu:0", "gpu:1"});
+    EXPECT_EQ(strategy.cross_device_ops()->name(), "NcclAllReduce");
+    std::optional<Model> model;
+    const std::string what = std::string("cuda:0 and cuda:1") + (sync_bn ? " with SyncBN" : "");
+    expect_same_weights(train_on_gpu(strategy, initial, sync_bn, &model), single, what);
+    expect_identical_copies(*model, what);
+    EXPECT_EQ(model->weights()[0]->value.device(), Device::cuda(0));
+    auto* replicas = dynamic_cast<distribute::detail::MirroredReplicas*>(model->impl().replicas());
+    ASSERT_TRUE(replicas);
+    EXPECT_EQ(replicas->replica_weights(1)[0]->value.device(), Device::cuda(1));
+  }
 }
 
 // The device sums of ReductionToOneDevice and HierarchicalCopyAllReduce (copies and the backend's add kernel) for

@@ -331,21 +331,24 @@ TEST(MirroredStrategy, BadDevicesThrowClearErrors) {
   EXPECT_NE(m.find("OneDeviceStrategy: unknown device 'cpu:x'"), std::string::npos) << m;
 }
 
-// GPU replicas share the model's weights, so they must be logical GPUs of one physical GPU; replicas on two
-// physical GPUs are refused before anything runs (checked without a GPU: the devices are given, not parsed).
-TEST(MirroredStrategy, GpuReplicasMustShareOneGpu) {
+// Replicas on logical GPUs of one GPU share the model's weights; replicas on two physical GPUs each hold their own
+// copies (checked without a GPU: the devices are given, not parsed, and the copies stay on the host until a plan
+// runs).
+TEST(MirroredStrategy, ReplicasOnSeveralGpusHoldCopies) {
   Model m = testing::small_convnet(false, false);
   const distribute::CrossDeviceOpsPtr ops = distribute::ReductionToOneDevice();
-  EXPECT_NO_THROW(distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(1, 2), ops, nullptr,
-                                                       "MirroredStrategy"));
-  try {
-    distribute::detail::MirroredReplicas(m.impl(), distribute::logical_gpus(2, 1), ops, nullptr, "MirroredStrategy");
-    ADD_FAILURE() << "replicas on cuda:0 and cuda:1 were accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("MirroredStrategy: replicas on gpu:0 (cuda:0) and gpu:1 (cuda:1) would each "
-                                         "need a copy of the weights"),
-              std::string::npos)
-        << e.what();
+  distribute::detail::MirroredReplicas shared(m.impl(), distribute::logical_gpus(1, 2), ops, nullptr,
+                                              "MirroredStrategy");
+  EXPECT_FALSE(shared.mirrored());
+  EXPECT_EQ(shared.replica_weights(1)[0].get(), m.weights()[0].get());
+  distribute::detail::MirroredReplicas copies(m.impl(), distribute::logical_gpus(2, 1), ops, nullptr,
+                                              "MirroredStrategy");
+  EXPECT_TRUE(copies.mirrored());
+  const std::vector<VariablePtr> theirs = copies.replica_weights(1), mine = m.weights();
+  ASSERT_EQ(theirs.size(), mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_NE(theirs[i].get(), mine[i].get());
+    EXPECT_EQ(testing::relative_difference(theirs[i]->value, mine[i]->value), 0.0) << mine[i]->path;
   }
   EXPECT_THROW(distribute::detail::MirroredReplicas(m.impl(), {{"cpu:0", Device::cpu()}}, ops, nullptr, "", 0),
                std::invalid_argument);

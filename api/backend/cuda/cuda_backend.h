@@ -115,6 +115,14 @@ class CudaBackend final : public Backend {
                   double* state) override;
   void add_doubles(const double* x, double* y, Index n) override;
   void add_to_doubles(double* y, Index n, double value) override;
+  // synchronized batch normalization (cuda_sync_batch_norm.cu)
+  void batch_norm_sums(const float* x, Index rows, Index channels, double* sums) override;
+  void batch_norm_statistics(const double* sums, Index channels, float* mean, float* variance) override;
+  void batch_norm_grad_sums(const float* x, const float* dy, const float* mean, const float* variance, float epsilon,
+                            Index rows, Index channels, double* sums, float* dgamma, float* dbeta) override;
+  void batch_norm_sync_dx(const float* x, const float* dy, const float* gamma, const float* mean,
+                          const float* variance, float epsilon, const double* grad_sums, const double* count,
+                          Index rows, Index channels, float* dx) override;
 };
 
 // The backend of GPU `index`, made on first use (backend::get routes cuda:N here).
