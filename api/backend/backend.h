@@ -312,8 +312,10 @@ class Backend {
   virtual void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                                 Index inner) = 0;
 
-  // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from a seeded stream; y = x * mask.
-  virtual void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) = 0;
+  // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from the stream of *seed (math/dropout.h); y = x * mask. The seed
+  // is read on the device, from memory of this backend's device, when the op runs, so a captured graph draws a
+  // new mask whenever the seed's memory is rewritten between replays.
+  virtual void dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) = 0;
 
   // General transpose: y = permute(x, perm), x of `shape` (rank <= 8).
   virtual void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) = 0;
