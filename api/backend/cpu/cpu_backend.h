@@ -47,6 +47,9 @@ class CpuBackend final : public Backend {
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
   void sum(const float* x, float* y, Index n) override;
+  // The CPU runs every step as it comes: nothing to capture.
+  bool begin_capture() override { return false; }
+  std::unique_ptr<StepGraph> end_capture() override { return nullptr; }
 
   // cpu_optimizers.cpp
   void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
