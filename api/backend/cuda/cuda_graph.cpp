@@ -20,11 +20,14 @@ class CudaBackend::CudaStepGraph final : public StepGraph {
 
   ~CudaStepGraph() override {
     // The pool's blocks may join the general cache only once no launch of the graph can still be using them.
-    cudaStream_t s = backend_.stream();
-    if (cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
-    if (cudaGraphExecDestroy(exec_) != cudaSuccess) cudaGetLastError();
-    tower::cuda::allocator(backend_.index()).release_private_pool(pool_);
-    backend_.graph_destroyed();
+    // At exit the runtime may be gone already: then there is nothing left to give back.
+    try {
+      if (cudaStreamSynchronize(backend_.stream()) != cudaSuccess) cudaGetLastError();
+      if (cudaGraphExecDestroy(exec_) != cudaSuccess) cudaGetLastError();
+      tower::cuda::allocator(backend_.index()).release_private_pool(pool_);
+      backend_.graph_destroyed();
+    } catch (const std::exception&) {
+    }
   }
 
   void replay() override {
