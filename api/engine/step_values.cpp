@@ -34,17 +34,19 @@ void StepValues::refresh() {
 
 void StepValues::upload() { device_values_.copy_from(host_); }
 
-const std::uint64_t* StepValues::device_value(int slot) const {
+void StepValues::check_slot(int slot) const {
   if (slot < 0 || slot >= size())
     throw std::out_of_range("StepValues: no slot " + std::to_string(slot) + " (" + std::to_string(size()) +
                             " registered)");
+}
+
+const std::uint64_t* StepValues::device_value(int slot) const {
+  check_slot(slot);
   return reinterpret_cast<const std::uint64_t*>(device_values_.data<std::int64_t>()) + slot;
 }
 
 std::uint64_t StepValues::host_value(int slot) const {
-  if (slot < 0 || slot >= size())
-    throw std::out_of_range("StepValues: no slot " + std::to_string(slot) + " (" + std::to_string(size()) +
-                            " registered)");
+  check_slot(slot);
   return static_cast<std::uint64_t>(host_.data<std::int64_t>()[slot]);
 }
 

@@ -39,6 +39,7 @@ class StepValues {
 
  private:
   void upload();
+  void check_slot(int slot) const;
 
   Device device_;
   std::vector<Source> sources_;

@@ -13,6 +13,7 @@
 
 #include "api/backend/backend.h"
 #include "api/training/step_graphs.h"
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -35,23 +36,6 @@ class BodyCapturer final : public detail::StepCapturer {
   std::unique_ptr<backend::StepGraph> capture(const std::function<void()>& body) override {
     return std::make_unique<BodyGraph>(body);
   }
-};
-
-// Sets TOWER_CUDA_GRAPHS for the test's duration and puts back what was there.
-class GraphsVariable {
- public:
-  explicit GraphsVariable(const char* value) {
-    if (const char* old = std::getenv("TOWER_CUDA_GRAPHS")) old_ = old;
-    if (value) setenv("TOWER_CUDA_GRAPHS", value, 1);
-    else unsetenv("TOWER_CUDA_GRAPHS");
-  }
-  ~GraphsVariable() {
-    if (old_) setenv("TOWER_CUDA_GRAPHS", old_->c_str(), 1);
-    else unsetenv("TOWER_CUDA_GRAPHS");
-  }
-
- private:
-  std::optional<std::string> old_;
 };
 
 Sequential dropout_mlp() {
@@ -169,11 +153,11 @@ TEST(CapturedSteps, TrainingWithGraphsMatchesTrainingWithout_CUDA) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
   // 20 steps of 16 examples.
   const Trained eager = [] {
-    GraphsVariable off("0");
+    testing::ScopedEnv off("TOWER_CUDA_GRAPHS", "0");
     return train(Device::cuda(0), 320, 16, 1, nullptr);
   }();
   const Trained graphed = [] {
-    GraphsVariable on(nullptr);
+    testing::ScopedEnv on("TOWER_CUDA_GRAPHS", std::nullopt);
     return train(Device::cuda(0), 320, 16, 1, nullptr);
   }();
   EXPECT_EQ(eager.counts.eager + eager.counts.captured + eager.counts.replayed, 0);
@@ -189,7 +173,7 @@ TEST(CapturedSteps, TrainingWithGraphsMatchesTrainingWithout_CUDA) {
 
 TEST(CapturedSteps, ReplayedStepsAllocateNothing_CUDA) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
-  GraphsVariable on(nullptr);
+  testing::ScopedEnv on("TOWER_CUDA_GRAPHS", std::nullopt);
   set_random_seed(5);
   Sequential model = dropout_mlp();
   model.to(Device::cuda(0));
