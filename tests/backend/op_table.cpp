@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "api/core/device_memory.h"
+#include "api/core/tensor.h"
 #include "backend/backend_testing.h"
 #include "backend/optimizer_reference.h"
 
@@ -229,10 +231,12 @@ void dropout_cases(std::vector<OpCase>& t) {
   const Index n = 4099;
   // The mask is a function of (seed, index), the same on every device: keep when the top 24 bits of
   // splitmix64(splitmix64(seed) ^ i), as a uniform in [0, 1), reach the rate. The seed is read from device
-  // memory: the bits of the case's two random input floats.
+  // memory: the bits of the case's two random input floats, copied into a 64-bit word there.
   t.push_back({"dropout_mask", "dropout_mask(n=4099, rate=0.3)", {2}, {n}, -1, 1, false, 0,
                [=](Backend& be, const Ptrs& i, const Ptrs& o) {
-                 be.dropout_mask(o[0], n, 0.3f, reinterpret_cast<const std::uint64_t*>(i[0]));
+                 const Tensor seed(Shape{1}, DType::int64, be.device());
+                 copy_bytes(seed.raw_data(), be.device(), i[0], be.device(), sizeof(std::uint64_t));
+                 be.dropout_mask(o[0], n, 0.3f, reinterpret_cast<const std::uint64_t*>(seed.data<std::int64_t>()));
                },
                [=](OpBuffers& b) {
                  std::uint64_t seed = 0;
