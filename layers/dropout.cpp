@@ -9,6 +9,7 @@ namespace {
 struct DropoutState : LayerState {
   Tensor mask;          // 0 or 1 / (1 - rate) per element, from the last training forward
   bool masked = false;  // false when the last forward was the identity
+  int seed_slot = -1;   // the node's seed among the plan's step values, once registered
 };
 }  // namespace
 
@@ -23,8 +24,8 @@ std::vector<Shape> DropoutImpl::compute_output_shape(const std::vector<Shape>& i
   return {in[0]};
 }
 
-std::uint64_t DropoutImpl::next_seed(const ForwardContext& ctx) {
-  if (!options_.seed) return ctx.rng ? ctx.rng->next_u64() : next_global_seed();
+std::uint64_t DropoutImpl::next_seed(Generator* rng) {
+  if (!options_.seed) return rng ? rng->next_u64() : next_global_seed();
   // Mixes the call count into the seed (boost's hash_combine), so consecutive calls draw different masks.
   const std::uint64_t seed = static_cast<std::uint64_t>(*options_.seed);
   const std::uint64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
@@ -41,8 +42,11 @@ void DropoutImpl::forward(const ForwardContext& ctx) {
     return;
   }
   if (!st.mask.defined() || st.mask.shape() != x.shape()) st.mask = Tensor(x.shape(), DType::float32, x.device());
+  if (!ctx.step_values) throw std::logic_error(where() + "training forward outside a plan (no step values)");
+  // The seed is a step value: drawn by the plan before each step, read by the op from device memory.
+  if (st.seed_slot < 0) st.seed_slot = ctx.step_values->add([this, rng = ctx.rng] { return next_seed(rng); });
   backend::Backend& be = backend::get(x.device());
-  be.dropout_mask(st.mask.data<float>(), x.numel(), options_.rate, next_seed(ctx));
+  be.dropout_mask(st.mask.data<float>(), x.numel(), options_.rate, ctx.step_values->device_value(st.seed_slot));
   be.mul(x.data<float>(), st.mask.data<float>(), y.data<float>(), x.numel());
 }
 

@@ -2,7 +2,9 @@
 // Dropout (keras.layers.Dropout): in training, each element is zeroed with probability `rate` and the rest
 // are scaled by 1 / (1 - rate); in inference the layer is the identity. Any input shape; no weights.
 // Masks come from the plan's generator, or, when `seed` is given, from the seed and a count of the layer's
-// training calls, so a seeded layer draws the same sequence of masks in every run.
+// training calls, so a seeded layer draws the same sequence of masks in every run. The seed of each training
+// forward is one of the plan's step values (engine/step_values.h): the plan draws it before the step and the
+// mask op reads it from device memory, so a step captured as a CUDA graph draws new masks on every replay.
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -38,7 +40,8 @@ class DropoutImpl final : public Layer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  std::uint64_t next_seed(const ForwardContext& ctx);
+  // The seed of the next mask: from `rng` (the plan's generator), or from options().seed and the call count.
+  std::uint64_t next_seed(Generator* rng);
 
   Options options_;
   std::atomic<std::uint64_t> calls_{0};

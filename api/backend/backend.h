@@ -272,6 +272,17 @@ struct AucParams {
   bool from_logits = false;
 };
 
+// ---- step capture ---------------------------------------------------------------------------------------------
+// The ops of one step, recorded once (a CUDA graph) and queued again by replay() with the very addresses and
+// arguments they were recorded with. Whatever changes between replays must therefore be memory the ops read
+// (the plan's step values, staged inputs), rewritten before each replay. Destroying it gives back the memory
+// allocated while it was captured.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  virtual void replay() = 0;
+};
+
 // ---- the backend ----------------------------------------------------------------------------------------------
 class Backend {
  public:
@@ -312,8 +323,10 @@ class Backend {
   virtual void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                                 Index inner) = 0;
 
-  // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from a seeded stream; y = x * mask.
-  virtual void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) = 0;
+  // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from the stream of *seed (math/dropout.h); y = x * mask. The seed
+  // is read on the device, from memory of this backend's device, when the op runs, so a captured graph draws a
+  // new mask whenever the seed's memory is rewritten between replays.
+  virtual void dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) = 0;
 
   // General transpose: y = permute(x, perm), x of `shape` (rank <= 8).
   virtual void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) = 0;
@@ -342,6 +355,17 @@ class Backend {
                                     Index n, Index positions, Index c) = 0;
   // Sum over all elements into one float on the device.
   virtual void sum(const float* x, float* y, Index n) = 0;
+
+  // ---- step capture ----
+  // begin_capture: the ops this thread queues on this device from now on are recorded, not run, until
+  // end_capture; memory allocated meanwhile comes from a private pool of the device's allocator that the graph
+  // keeps (CachingAllocator::begin_private_pool). Returns false, recording nothing, where the backend cannot
+  // capture (the CPU) or the capture could not start (logged). Throws std::logic_error during a capture.
+  // end_capture: ends the capture and returns the graph, or null when the capture failed (the reason is logged
+  // once per backend); the recorded ops have not run either way, so the caller replays the graph once or runs
+  // the ops again. Called after an exception in the middle of a capture, it ends the capture cleanly.
+  virtual bool begin_capture() = 0;
+  virtual std::unique_ptr<StepGraph> end_capture() = 0;
 
   // ---- optimizer updates (the formulas: math/optimizer_updates.h) ----
   // One optimizer step over every tensor of the list: the optional decoupled weight decay, then the rule of

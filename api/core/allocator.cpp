@@ -36,7 +36,13 @@ class HostRawAllocator final : public RawAllocator {
 CachingAllocator::CachingAllocator(std::unique_ptr<RawAllocator> raw, std::size_t alignment)
     : raw_(std::move(raw)), alignment_(alignment) {}
 
-CachingAllocator::~CachingAllocator() { empty_cache(); }
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+  for (auto& [id, pool] : pools_)
+    for (auto& [size, blocks] : pool.free)
+      for (void* p : blocks) raw_->deallocate(p, size);
+}
 
 std::size_t CachingAllocator::block_size(std::size_t bytes) const {
   if (bytes == 0) bytes = 1;
@@ -47,28 +53,49 @@ std::size_t CachingAllocator::block_size(std::size_t bytes) const {
   return (bytes + step - 1) / step * step;
 }
 
+void* CachingAllocator::take(Bins& bins, std::size_t size) {
+  auto it = bins.find(size);
+  if (it == bins.end() || it->second.empty()) return nullptr;
+  void* ptr = it->second.back();
+  it->second.pop_back();
+  return ptr;
+}
+
+void* CachingAllocator::allocate_raw_locked(std::size_t size) {
+  void* ptr = raw_->allocate(size);
+  if (!ptr) {
+    release_cached_locked();
+    ptr = raw_->allocate(size);
+  }
+  if (!ptr)
+    throw OutOfMemory("out of memory on " + raw_->device().to_string() + ": " + mib(size) + " needed, " +
+                      mib(raw_->free_bytes()) + " free; tensors hold " + mib(stats_.bytes_in_use));
+  ++stats_.system_allocations;
+  stats_.bytes_reserved += size;
+  if (stats_.bytes_reserved > stats_.peak_bytes_reserved) stats_.peak_bytes_reserved = stats_.bytes_reserved;
+  return ptr;
+}
+
 void* CachingAllocator::allocate(std::size_t bytes) {
   const std::size_t size = block_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.allocations;
   void* ptr = nullptr;
-  auto it = free_.find(size);
-  if (it != free_.end() && !it->second.empty()) {
-    ptr = it->second.back();
-    it->second.pop_back();
-    stats_.bytes_cached -= size;
-  } else {
-    ptr = raw_->allocate(size);
-    if (!ptr) {
-      release_cached_locked();
-      ptr = raw_->allocate(size);
+  if (open_pool_ && std::this_thread::get_id() == open_thread_) {
+    PrivatePool& pool = pools_.at(open_pool_);
+    ptr = take(pool.free, size);
+    if (ptr) {
+      pool.cached -= size;
+      stats_.bytes_cached -= size;
+      stats_.bytes_private -= size;
+    } else {
+      ptr = allocate_raw_locked(size);
+      pool_of_[ptr] = open_pool_;
     }
-    if (!ptr)
-      throw OutOfMemory("out of memory on " + raw_->device().to_string() + ": " + mib(size) + " needed, " +
-                        mib(raw_->free_bytes()) + " free; tensors hold " + mib(stats_.bytes_in_use));
-    ++stats_.system_allocations;
-    stats_.bytes_reserved += size;
-    if (stats_.bytes_reserved > stats_.peak_bytes_reserved) stats_.peak_bytes_reserved = stats_.bytes_reserved;
+  } else {
+    ptr = take(free_, size);
+    if (ptr) stats_.bytes_cached -= size;
+    else ptr = allocate_raw_locked(size);
   }
   stats_.bytes_in_use += size;
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
@@ -81,7 +108,65 @@ void CachingAllocator::deallocate(void* ptr, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.bytes_in_use -= size;
   stats_.bytes_cached += size;
+  if (!pool_of_.empty()) {
+    auto owner = pool_of_.find(ptr);
+    if (owner != pool_of_.end()) {
+      auto pool = pools_.find(owner->second);
+      if (pool != pools_.end()) {
+        pool->second.free[size].push_back(ptr);
+        pool->second.cached += size;
+        stats_.bytes_private += size;
+        return;
+      }
+      pool_of_.erase(owner);  // its pool was released: the block joins the general cache
+    }
+  }
   free_[size].push_back(ptr);
+}
+
+int CachingAllocator::begin_private_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (open_pool_)
+    throw std::logic_error("CachingAllocator on " + raw_->device().to_string() + ": private pool " +
+                           std::to_string(open_pool_) + " is still open; end it before beginning another");
+  open_pool_ = ++last_pool_;
+  open_thread_ = std::this_thread::get_id();
+  pools_[open_pool_];
+  return open_pool_;
+}
+
+void CachingAllocator::end_private_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!open_pool_)
+    throw std::logic_error("CachingAllocator on " + raw_->device().to_string() + ": no private pool is open");
+  if (std::this_thread::get_id() != open_thread_)
+    throw std::logic_error("CachingAllocator on " + raw_->device().to_string() + ": private pool " +
+                           std::to_string(open_pool_) + " was opened by another thread");
+  open_pool_ = 0;
+  open_thread_ = std::thread::id();
+}
+
+void CachingAllocator::release_private_pool(int id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (id == open_pool_)
+    throw std::logic_error("CachingAllocator on " + raw_->device().to_string() + ": private pool " +
+                           std::to_string(id) + " is open; end it before releasing it");
+  auto pool = pools_.find(id);
+  if (pool == pools_.end())
+    throw std::logic_error("CachingAllocator on " + raw_->device().to_string() + ": no private pool " +
+                           std::to_string(id));
+  for (auto& [size, blocks] : pool->second.free)
+    for (void* p : blocks) {
+      pool_of_.erase(p);
+      free_[size].push_back(p);
+    }
+  stats_.bytes_private -= pool->second.cached;
+  pools_.erase(pool);
+}
+
+int CachingAllocator::current_pool() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return open_pool_ && std::this_thread::get_id() == open_thread_ ? open_pool_ : 0;
 }
 
 AllocatorStats CachingAllocator::stats() const {
@@ -95,13 +180,14 @@ void CachingAllocator::empty_cache() {
 }
 
 void CachingAllocator::release_cached_locked() {
+  // Only the general cache: a private pool's freed blocks stay reserved for its graph.
   for (auto& [size, blocks] : free_)
     for (void* p : blocks) {
       raw_->deallocate(p, size);
       stats_.bytes_reserved -= size;
+      stats_.bytes_cached -= size;
     }
   free_.clear();
-  stats_.bytes_cached = 0;
 }
 
 Allocator& allocator_for(Device device) {

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "api/core/device.h"
@@ -26,6 +28,7 @@ struct AllocatorStats {
   std::size_t bytes_cached = 0;          // freed blocks kept for reuse
   std::size_t bytes_reserved = 0;        // in use + cached: what the allocator holds from the device
   std::size_t peak_bytes_reserved = 0;
+  std::size_t bytes_private = 0;         // of bytes_cached: freed blocks kept for a private pool (see below)
 };
 
 class Allocator {
@@ -67,6 +70,13 @@ class OutOfMemory : public std::bad_alloc {
 // from its bin or asks the raw allocator, and when that fails returns every cached block and asks once more.
 // All work on one device is ordered on that device's one stream, so a block freed by one op can be handed to
 // the next at once (PyTorch's per-stream reuse, with a single stream). Thread-safe.
+//
+// Private pools (PyTorch's graph pools) keep the memory of a captured CUDA graph apart: the graph replays with
+// the addresses it was captured with, so no block it uses may ever serve another tensor. While a pool is open,
+// the allocations of the thread that opened it are served from that pool's freed blocks or fresh from the raw
+// allocator, never from the general cache; a block always returns to the pool that handed it out, whichever
+// thread frees it and whether or not the pool is still open, so the general cache never sees a pool's block and
+// a pool never takes one of the general cache's. Other threads allocate from the general cache meanwhile.
 class CachingAllocator final : public Allocator {
  public:
   explicit CachingAllocator(std::unique_ptr<RawAllocator> raw, std::size_t alignment = 64);
@@ -81,13 +91,37 @@ class CachingAllocator final : public Allocator {
   // The block size a request of `bytes` takes.
   std::size_t block_size(std::size_t bytes) const;
 
+  // Opens a new private pool for the calling thread and returns its id (> 0). Throws std::logic_error while
+  // another pool is open.
+  int begin_private_pool();
+  // Closes the open pool: its blocks stay reserved for it (freed ones wait in it, unused by anyone) until
+  // release_private_pool. Throws std::logic_error when no pool is open or another thread opened it.
+  void end_private_pool();
+  // Hands the pool's freed blocks to the general cache; blocks of the pool still in use go there when freed.
+  // Throws std::logic_error for an unknown pool or the open one.
+  void release_private_pool(int id);
+  // The pool the calling thread allocates from: its id, or 0 (the general cache).
+  int current_pool() const;
+
  private:
+  using Bins = std::map<std::size_t, std::vector<void*>>;
+  struct PrivatePool {
+    Bins free;
+    std::size_t cached = 0;  // bytes in `free`
+  };
+  // Takes a block of `size` from `bins`, or null when the bin is empty.
+  static void* take(Bins& bins, std::size_t size);
+  void* allocate_raw_locked(std::size_t size);
   void release_cached_locked();
 
   std::unique_ptr<RawAllocator> raw_;
   std::size_t alignment_;
   mutable std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_;
+  Bins free_;
+  std::map<int, PrivatePool> pools_;
+  std::unordered_map<void*, int> pool_of_;  // blocks handed out by a private pool, live or freed
+  int open_pool_ = 0, last_pool_ = 0;
+  std::thread::id open_thread_;
   AllocatorStats stats_;
 };
 

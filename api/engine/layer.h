@@ -25,6 +25,7 @@
 #include "api/initializers/initializers.h"
 #include "api/io/config.h"
 #include "api/engine/replica_context.h"
+#include "api/engine/step_values.h"
 #include "api/regularizers/regularizers.h"
 
 namespace tower {
@@ -56,6 +57,11 @@ struct ForwardContext {
   bool training = false;
   std::unique_ptr<LayerState>* state = nullptr;
   Generator* rng = nullptr;  // the plan's generator, for Dropout and other random layers
+  // The plan's per-step values. A layer whose ops take an argument that changes from step to step (a seed)
+  // registers a source for it once, on its first forward, keeps the slot in its state, and hands its ops
+  // step_values->device_value(slot) on every forward: never the value itself, which a captured graph would
+  // keep for good.
+  StepValues* step_values = nullptr;
   ReplicaContext* replica = nullptr;  // the replica running this plan under a distribution strategy, else null
 
   // The node's state, created on first use (so steady-state steps allocate nothing).

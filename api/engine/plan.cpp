@@ -1,6 +1,7 @@
 #include "api/engine/plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@ namespace tower {
 namespace {
 constexpr std::size_t kAlign = 64;
 std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+std::atomic<std::uint64_t> plans_made{0};
 }  // namespace
 
 struct Plan::Value {
@@ -39,7 +41,8 @@ struct Plan::Step {
   std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
 };
 
-Plan::Plan(const Layer& model, PlanOptions options) : options_(options) {
+Plan::Plan(const Layer& model, PlanOptions options)
+    : options_(options), step_values_(options.device), serial_(++plans_made) {
   if (options_.batch_size <= 0) throw std::invalid_argument("Plan: batch size must be positive");
   const Graph* graph = model.graph();
   if (!graph) throw std::invalid_argument("Plan: '" + model.name() + "' is not a model with a graph");
@@ -310,10 +313,20 @@ void Plan::set_input(int i, const Tensor& x) {
     if (output_ids_[k] == id) values_[static_cast<std::size_t>(id)]->tensor = x;
 }
 
-void Plan::forward() {
+void Plan::require_inputs_bound() const {
   for (std::size_t i = 0; i < input_ids_.size(); ++i)
     if (!values_[static_cast<std::size_t>(input_ids_[i])]->tensor.defined())
       throw std::logic_error("Plan::forward: input " + std::to_string(i) + " is not bound (set_input)");
+}
+
+void Plan::forward() {
+  require_inputs_bound();
+  refresh_step_values();
+  run_forward();
+}
+
+void Plan::run_forward() {
+  require_inputs_bound();
   for (auto& st : steps_) {
     ForwardContext ctx;
     ctx.inputs = st->ins;
@@ -321,6 +334,7 @@ void Plan::forward() {
     ctx.training = options_.training;
     ctx.state = &st->state;
     ctx.rng = &rng_;
+    ctx.step_values = &step_values_;
     ctx.replica = options_.replica;
     st->layer->forward(ctx);
   }

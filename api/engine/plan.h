@@ -12,9 +12,9 @@
 #include "api/core/random.h"
 #include "api/core/tensor.h"
 #include "api/engine/layer.h"
+#include "api/engine/step_values.h"
 
 namespace tower {
-
 
 struct PlanOptions {
   Index batch_size = 1;
@@ -44,7 +44,15 @@ class Plan {
 
   // Binds input i for the following runs; no copy. Throws ShapeError for a wrong shape or device.
   void set_input(int i, const Tensor& x);
+  // refresh_step_values(), then run_forward().
   void forward();
+  // The forward steps, with the step values as last refreshed: the part of a step a CUDA graph captures, the
+  // values being refreshed outside it before each replay.
+  void run_forward();
+  // Draws the next step's values (Dropout's seeds) from their sources and uploads them (StepValues::refresh):
+  // the draws forward() makes, in the same order.
+  void refresh_step_values() { step_values_.refresh(); }
+  const StepValues& step_values() const { return step_values_; }
   // Valid until the next forward().
   const Tensor& output(int i) const;
   // The caller writes dLoss/dOutput i here before backward().
@@ -78,6 +86,8 @@ class Plan {
   int num_steps() const { return static_cast<int>(steps_.size()); }
   // The generator random layers (Dropout) draw from; its state is part of a resumable training checkpoint.
   Generator& rng() { return rng_; }
+  // A number no other plan of this process has had: a remade plan at the same address is another plan.
+  std::uint64_t serial() const { return serial_; }
 
  private:
   struct Step;
@@ -91,6 +101,7 @@ class Plan {
   void plan_backward();
   void assign_memory();
   Tensor& value_tensor(int id);
+  void require_inputs_bound() const;
 
   PlanOptions options_;
   std::vector<std::unique_ptr<Step>> steps_;
@@ -105,6 +116,8 @@ class Plan {
   std::shared_ptr<Storage> arena_;
   std::size_t arena_bytes_ = 0, unshared_bytes_ = 0;
   Generator rng_;
+  StepValues step_values_;
+  std::uint64_t serial_;
   bool forward_done_ = false;
 };
 

@@ -466,7 +466,10 @@ void ModelImpl::to(Device device) {
   allocator_for(device);  // throws, naming the device, when this build or machine does not have it
   move_variables(weights(), device);
   if (optimizer() && optimizer()->built()) move_variables(optimizer()->variables(), device);
-  if (device_ && !(*device_ == device)) plans_.clear();
+  if (device_ && !(*device_ == device)) {
+    plans_.clear();
+    training_loop_->invalidate_step_graphs();
+  }
   device_ = device;
 }
 
@@ -476,7 +479,10 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   if (slot && training) {
     // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale.
     const std::vector<VariablePtr> now = trainable_weights();
-    if (now != slot->trainable_weights()) slot.reset();
+    if (now != slot->trainable_weights()) {
+      slot.reset();
+      training_loop_->invalidate_step_graphs();
+    }
   }
   if (!slot) {
     // Layers built since the last move (and every weight, the first time) join the model's device.

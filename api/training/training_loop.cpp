@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -24,9 +25,10 @@ void each(const std::vector<CallbackPtr>& cbs, Fn fn) {
   for (const CallbackPtr& cb : cbs) fn(*cb);
 }
 
-// src on `device`: src itself when it is there, else a copy in `buffer` (remade when it does not fit).
-Tensor on_device(const Tensor& src, Device device, Tensor& buffer) {
-  if (src.device() == device) return src;
+// src on `device`: src itself when it is there (unless `copy`), else a copy in `buffer` (remade when it does not
+// fit).
+Tensor on_device(const Tensor& src, Device device, Tensor& buffer, bool copy = false) {
+  if (src.device() == device && !copy) return src;
   if (!buffer.defined() || buffer.shape() != src.shape() || buffer.dtype() != src.dtype() ||
       buffer.device() != device)
     buffer = Tensor(src.shape(), src.dtype(), device);
@@ -151,6 +153,7 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
   buffers_.clear();
   replica_buffers_.clear();
   gathered_.clear();
+  step_graphs_.clear();  // the captured steps ran the old losses
 }
 
 void TrainingLoop::require_compiled(const char* what) const {
@@ -245,7 +248,7 @@ void TrainingLoop::stage_class_weights(LossInputs& in, Device device) const {
 }
 
 void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end,
-                                     Device device) const {
+                                     Device device, bool copy) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const bool whole = begin == 0 && end == batch[0].dim(0);
   const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(begin, end); };
@@ -258,7 +261,7 @@ void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch,
   const Index examples = end - begin;
   const bool weighted = in.class_ids.defined();
   for (std::size_t o = 0; o < no; ++o) {
-    in.targets[o] = on_device(rows(batch[ni + o]), device, in.staged_targets[o]);
+    in.targets[o] = on_device(rows(batch[ni + o]), device, in.staged_targets[o], copy);
     losses::detail::DeviceDoubles& w = in.weights[o];
     if (!w.defined() || w.size() != examples || w.device() != device)
       w = losses::detail::DeviceDoubles(examples, device);
@@ -273,32 +276,51 @@ void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch,
   }
 }
 
-void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode) {
-  const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
-  const bool training = mode == Mode::train;
+void TrainingLoop::stage_inputs(ReplicaSlot& slot, const data::Element& batch, Index n, bool copy) {
   Plan& plan = *slot.plan;
   StepBuffers& sb = *slot.buffers;
   const bool whole = slot.begin == 0 && slot.end == n;
-  const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(slot.begin, slot.end); };
-  for (std::size_t i = 0; i < ni; ++i) {
-    const Tensor x = rows(batch[i]);
-    if (x.dtype() == DType::float32 && x.device() == plan.options().device) {
+  for (std::size_t i = 0; i < model_.inputs().size(); ++i) {
+    const Tensor x = whole ? batch[i] : batch[i].slice(slot.begin, slot.end);
+    if (!copy && x.dtype() == DType::float32 && x.device() == plan.options().device) {
       plan.set_input(static_cast<int>(i), x);
     } else {
       stage_float32(x, sb.staged_inputs[i], plan.options().device, sb.staged_host_inputs[i]);
       plan.set_input(static_cast<int>(i), sb.staged_inputs[i]);
     }
   }
+}
+
+void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode) {
+  Plan& plan = *slot.plan;
+  stage_inputs(slot, batch, n, false);
   plan.forward();
   if (mode == Mode::predict) return;
+  check_host_targets(slot, batch, n);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device);
+  losses_and_backward(slot, n, mode);
+}
+
+void TrainingLoop::check_host_targets(const ReplicaSlot& slot, const data::Element& batch, Index n) const {
+  const Plan& plan = *slot.plan;
+  if (plan.options().device.is_cpu()) return;
+  const std::size_t ni = model_.inputs().size();
+  const bool whole = slot.begin == 0 && slot.end == n;
+  for (std::size_t o = 0; o < model_.outputs().size(); ++o) {
+    const Tensor& target = batch[ni + o];
+    if (target.device().is_cpu())
+      losses_[o]->check_host_targets(whole ? target : target.slice(slot.begin, slot.end),
+                                     plan.output(static_cast<int>(o)).shape());
+  }
+}
+
+void TrainingLoop::losses_and_backward(ReplicaSlot& slot, Index n, Mode mode) {
+  const std::size_t no = model_.outputs().size();
+  const bool training = mode == Mode::train;
+  Plan& plan = *slot.plan;
+  StepBuffers& sb = *slot.buffers;
   const Device device = plan.options().device;
-  // Targets still on the host are checked there: on a GPU the loss would not stop the step to read them back.
-  if (!device.is_cpu())
-    for (std::size_t o = 0; o < no; ++o)
-      if (batch[ni + o].device().is_cpu())
-        losses_[o]->check_host_targets(rows(batch[ni + o]), plan.output(static_cast<int>(o)).shape());
   LossInputs& in = sb.loss_inputs;
-  stage_loss_inputs(in, batch, slot.begin, slot.end, device);
   for (std::size_t o = 0; o < no; ++o) {
     const Tensor& y_true = in.targets[o];
     const Tensor& y_pred = plan.output(static_cast<int>(o));
@@ -320,6 +342,49 @@ void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, I
       loss.backward(y_true, y_pred, sb.scale[o], plan.output_grad(static_cast<int>(o)));
   }
   if (training) plan.backward();
+}
+
+void TrainingLoop::set_step_capturer(std::shared_ptr<StepCapturer> capturer) {
+  injected_capturer_ = std::move(capturer);
+  step_graphs_.clear();
+}
+
+StepCapturer* TrainingLoop::step_capturer(const Plan& plan) {
+  if (injected_capturer_) return injected_capturer_.get();
+  const Device device = plan.options().device;
+  if (!device.is_cuda()) return nullptr;
+  const char* setting = std::getenv("TOWER_CUDA_GRAPHS");
+  if (setting && std::string(setting) == "0") return nullptr;
+  if (!gpu_capturer_ || !(gpu_capturer_->device() == device)) gpu_capturer_ = std::make_unique<BackendCapturer>(device);
+  return gpu_capturer_.get();
+}
+
+StepGraphs::Fingerprint TrainingLoop::step_fingerprint(const ReplicaSlot& slot) const {
+  StepGraphs::Fingerprint f{static_cast<std::uintptr_t>(slot.plan->serial())};
+  const auto add = [&f](const void* p) { f.push_back(reinterpret_cast<std::uintptr_t>(p)); };
+  const auto add_tensor = [&add](const Tensor& t) { add(t.defined() ? t.raw_data() : nullptr); };
+  for (const VariablePtr& v : model_.weights()) add_tensor(v->value);
+  const StepBuffers& sb = *slot.buffers;
+  for (const Tensor& t : sb.staged_inputs) add_tensor(t);
+  for (const Tensor& t : sb.loss_inputs.targets) add_tensor(t);
+  for (const losses::detail::DeviceDoubles& w : sb.loss_inputs.weights) add(w.data());
+  for (const Tensor& t : sb.per_example) add_tensor(t);
+  for (const Tensor& t : sb.scale) add_tensor(t);
+  return f;
+}
+
+void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& batch, Index n, StepCapturer& capturer) {
+  Plan& plan = *slot.plan;
+  // Outside the graph: this step's inputs, targets and example weights into fixed buffers, and its step values
+  // (Dropout's seeds) drawn and uploaded, exactly as an eager forward would draw them.
+  stage_inputs(slot, batch, n, true);
+  check_host_targets(slot, batch, n);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true);
+  plan.refresh_step_values();
+  step_graphs_.run(capturer, &plan, step_fingerprint(slot), [&] {
+    plan.run_forward();
+    losses_and_backward(slot, n, Mode::train);
+  });
 }
 
 TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const data::Element& batch, Mode mode) {
@@ -385,7 +450,9 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     plan = &model_.plan_for(n, training);
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
-    replica_step(slot, batch, n, mode);
+    StepCapturer* capturer = training ? step_capturer(*plan) : nullptr;
+    if (capturer) graphed_train_step(slot, batch, n, *capturer);
+    else replica_step(slot, batch, n, mode);
     per_example = &single.per_example;
     in = &single.loss_inputs;
     y_pred = [plan](std::size_t o) -> const Tensor& { return plan->output(static_cast<int>(o)); };

@@ -20,6 +20,7 @@
 #include "api/optimizers/optimizer.h"
 #include "api/training/callback.h"
 #include "api/training/history.h"
+#include "api/training/step_graphs.h"
 
 namespace tower {
 
@@ -95,6 +96,17 @@ class TrainingLoop {
   std::vector<PlanRng> plan_rngs();
   void restore_plan_rngs(const std::vector<PlanRng>& rngs);
 
+  // Captured training steps. fit's and train_on_batch's steps on one device without a strategy run through
+  // StepGraphs (step_graphs.h) when the model's device is a GPU and TOWER_CUDA_GRAPHS is not "0": inputs and
+  // targets are copied into fixed buffers and the plan's step values refreshed, outside the graph; the plan's
+  // forward, the losses and the plan's backward are captured after two eager steps of a plan and replayed for
+  // the following ones; regularizer gradients, clipping and the optimizer run op by op after it.
+  // set_step_capturer makes those steps use `capturer` on any device, the CPU included (null: the GPU's own).
+  void set_step_capturer(std::shared_ptr<StepCapturer> capturer);
+  const StepGraphs& step_graphs() const { return step_graphs_; }
+  // Drops the captured steps; the model calls it when its plans are remade or it moves to another device.
+  void invalidate_step_graphs() { step_graphs_.clear(); }
+
   // Null before compile().
   const optimizers::OptimizerPtr& optimizer() const { return optimizer_; }
   const std::vector<losses::LossPtr>& losses() const { return losses_; }
@@ -155,15 +167,31 @@ class TrainingLoop {
   // One replica's forward on its rows of a global batch of n examples, their per-example losses and, for
   // training, the gradient of its part of the loss (sum over its rows / the global count) and backward.
   void replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode);
+  // Binds the slot's rows of the batch's inputs to its plan: copied into the slot's staged inputs when `copy`
+  // (a captured step reads fixed addresses) or when they are not float32 on the plan's device.
+  void stage_inputs(ReplicaSlot& slot, const data::Element& batch, Index n, bool copy);
+  // Targets still on the host are checked there (Loss::check_host_targets) when the plan runs on a GPU, where the
+  // loss would not stop the step to read them back.
+  void check_host_targets(const ReplicaSlot& slot, const data::Element& batch, Index n) const;
+  // After the plan's forward: the per-example losses and, for training, the loss gradients and backward.
+  void losses_and_backward(ReplicaSlot& slot, Index n, Mode mode);
+  // replica_step for a training step that StepGraphs may capture or replay (see set_step_capturer).
+  void graphed_train_step(ReplicaSlot& slot, const data::Element& batch, Index n, StepCapturer& capturer);
+  // What a captured step of `slot` reads and writes: the plan's serial and the addresses of the model's weights,
+  // the staged inputs and targets and the loss buffers.
+  StepGraphs::Fingerprint step_fingerprint(const ReplicaSlot& slot) const;
+  // The capturer for a training step of `plan`, or null when the step runs op by op.
+  StepCapturer* step_capturer(const Plan& plan);
   // Runs every replica of the model's strategy on the batch; returns the gathered per-example losses and
   // predictions (every output's predictions for predict, those metrics need otherwise).
   Gathered& distributed_step(Replicas& replicas, const data::Element& batch, Mode mode);
   // Replicas holding their own copies of the variables take the model's (Replicas::sync_from_model).
   void sync_replicas();
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
-  // Stages rows [begin, end) of the batch's targets and sample weights on `device` and computes each output's
-  // example weights there.
-  void stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end, Device device) const;
+  // Stages rows [begin, end) of the batch's targets and sample weights on `device` (copied into the staged
+  // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there.
+  void stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end, Device device,
+                         bool copy = false) const;
   // class_weight_ in `in`, on `device`: copied there when fit() has set new class weights since the last copy.
   void stage_class_weights(LossInputs& in, Device device) const;
   // The loss sums kept on `device`: {sum of the weighted loss, then per output its own} over the examples so far.
@@ -190,6 +218,9 @@ class TrainingLoop {
   std::vector<callbacks::CallbackPtr> fit_callbacks_;
   const data::Dataset* train_data_ = nullptr;
   std::vector<Index> trained_batch_sizes_;  // global batch sizes with a training plan (made or restored)
+  StepGraphs step_graphs_;
+  std::shared_ptr<StepCapturer> injected_capturer_;
+  std::unique_ptr<BackendCapturer> gpu_capturer_;
 };
 
 }  // namespace detail

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/core/allocator.h"
@@ -133,6 +134,162 @@ TEST(CachingAllocator, TheDestructorReturnsEveryCachedBlock) {
   }
   EXPECT_EQ(log.held, 0u);
   EXPECT_EQ(log.freed.size(), 2u);
+}
+
+// ---- private pools (the memory of captured CUDA graphs) ---------------------------------------------------------
+
+TEST(CachingAllocator, APrivatePoolNeverTakesABlockOfTheGeneralCache) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  void* general = a.allocate(1000);
+  a.deallocate(general, 1000);
+  const int pool = a.begin_private_pool();
+  EXPECT_GT(pool, 0);
+  EXPECT_EQ(a.current_pool(), pool);
+  void* p = a.allocate(1000);
+  EXPECT_NE(p, general);
+  EXPECT_EQ(log.allocated.size(), 2u);
+  a.deallocate(p, 1000);
+  a.end_private_pool();
+  EXPECT_EQ(a.current_pool(), 0);
+  a.release_private_pool(pool);
+}
+
+TEST(CachingAllocator, AClosedPoolsBlocksNeverServeOtherAllocations) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  const int pool = a.begin_private_pool();
+  void* freed_inside = a.allocate(1000);
+  void* live = a.allocate(5000);
+  a.deallocate(freed_inside, 1000);
+  a.end_private_pool();
+  // Freed after the pool closed, the block still goes back to the pool.
+  a.deallocate(live, 5000);
+  void* q = a.allocate(1000);
+  void* r = a.allocate(5000);
+  EXPECT_NE(q, freed_inside);
+  EXPECT_NE(r, live);
+  EXPECT_EQ(log.allocated.size(), 4u);
+  // Returning the general cache to the device (as before an out-of-memory retry) leaves the pool's blocks alone.
+  a.deallocate(q, 1000);
+  a.deallocate(r, 5000);
+  a.empty_cache();
+  EXPECT_EQ(log.freed.size(), 2u);
+  EXPECT_EQ(a.stats().bytes_private, 1024u + a.block_size(5000));
+  a.release_private_pool(pool);
+}
+
+TEST(CachingAllocator, APoolReusesItsOwnFreedBlocks) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  const int first = a.begin_private_pool();
+  void* p = a.allocate(1000);
+  a.deallocate(p, 1000);
+  EXPECT_EQ(a.allocate(1000), p);
+  a.deallocate(p, 1000);
+  a.end_private_pool();
+  // A second pool has its own blocks: the first pool's cached block is not handed to it.
+  const int second = a.begin_private_pool();
+  EXPECT_NE(second, first);
+  void* q = a.allocate(1000);
+  EXPECT_NE(q, p);
+  a.deallocate(q, 1000);
+  a.end_private_pool();
+  EXPECT_EQ(log.allocated.size(), 2u);
+  a.release_private_pool(first);
+  a.release_private_pool(second);
+}
+
+TEST(CachingAllocator, PrivatePoolCounters) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  const int pool = a.begin_private_pool();
+  void* p = a.allocate(4096);
+  void* q = a.allocate(4096);
+  AllocatorStats s = a.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.system_allocations, 2u);
+  EXPECT_EQ(s.bytes_in_use, 8192u);
+  EXPECT_EQ(s.bytes_reserved, 8192u);
+  EXPECT_EQ(s.bytes_private, 0u);
+  a.deallocate(p, 4096);
+  a.end_private_pool();
+  s = a.stats();
+  EXPECT_EQ(s.bytes_in_use, 4096u);
+  EXPECT_EQ(s.bytes_cached, 4096u);
+  EXPECT_EQ(s.bytes_private, 4096u);
+  EXPECT_EQ(s.bytes_reserved, 8192u);
+  a.release_private_pool(pool);
+  s = a.stats();
+  EXPECT_EQ(s.bytes_cached, 4096u);
+  EXPECT_EQ(s.bytes_private, 0u);
+  a.deallocate(q, 4096);
+  EXPECT_EQ(a.stats().bytes_private, 0u);
+  EXPECT_EQ(a.stats().bytes_cached, 8192u);
+}
+
+TEST(CachingAllocator, AReleasedPoolsBlocksJoinTheGeneralCache) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  const int pool = a.begin_private_pool();
+  void* freed = a.allocate(1000);
+  void* live = a.allocate(70000);
+  a.deallocate(freed, 1000);
+  a.end_private_pool();
+  a.release_private_pool(pool);
+  EXPECT_EQ(a.allocate(1000), freed);
+  a.deallocate(live, 70000);  // still in use at the release: it joins the general cache when freed
+  EXPECT_EQ(a.allocate(70000), live);
+  EXPECT_EQ(log.allocated.size(), 2u);
+  a.deallocate(freed, 1000);
+  a.deallocate(live, 70000);
+  a.empty_cache();
+  EXPECT_EQ(log.held, 0u);
+  EXPECT_THROW(a.release_private_pool(pool), std::logic_error);
+}
+
+TEST(CachingAllocator, OnlyTheThreadThatOpenedAPoolAllocatesFromIt) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  void* general = a.allocate(1000);
+  a.deallocate(general, 1000);
+  const int pool = a.begin_private_pool();
+  void* other = nullptr;
+  int other_pool = -1;
+  std::thread([&] {
+    other_pool = a.current_pool();
+    other = a.allocate(1000);
+    EXPECT_THROW(a.end_private_pool(), std::logic_error);
+  }).join();
+  EXPECT_EQ(other_pool, 0);
+  EXPECT_EQ(other, general);  // the other thread was served from the general cache
+  a.deallocate(other, 1000);
+  a.end_private_pool();
+  a.release_private_pool(pool);
+}
+
+TEST(CachingAllocator, MisusedPoolsAreLogicErrors) {
+  RawLog log;
+  CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+  EXPECT_THROW(a.end_private_pool(), std::logic_error);
+  EXPECT_THROW(a.release_private_pool(1), std::logic_error);
+  const int pool = a.begin_private_pool();
+  EXPECT_THROW(a.begin_private_pool(), std::logic_error);
+  EXPECT_THROW(a.release_private_pool(pool), std::logic_error);
+  a.end_private_pool();
+  a.release_private_pool(pool);
+}
+
+TEST(CachingAllocator, TheDestructorReturnsThePoolsCachedBlocksToo) {
+  RawLog log;
+  {
+    CachingAllocator a(std::make_unique<FakeRaw>(log), 256);
+    a.begin_private_pool();
+    void* p = a.allocate(300);
+    a.deallocate(p, 300);
+    a.end_private_pool();
+  }
+  EXPECT_EQ(log.held, 0u);
 }
 
 }  // namespace

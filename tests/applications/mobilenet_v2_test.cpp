@@ -67,23 +67,6 @@ std::string error_of(const std::function<void()>& f) {
   return "(no exception)";
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 fs::path temp_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("tower_mobilenet_v2_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -402,7 +385,7 @@ TEST(MobileNetV2, TheFullSizeModelSavesAndLoadsAsAWholeModel) {
 
 TEST(MobileNetV2, ImagenetWeightsComeFromKerasCacheOrTheErrorSaysWhereToPutThem) {
   const fs::path home = temp_dir("keras_home");
-  ScopedEnv env("KERAS_HOME", home.string());
+  testing::ScopedEnv env("KERAS_HOME", home.string());
   const std::string missing = error_of([] { MobileNetV2({.input_shape = {96, 96, 3}}); });
   const std::string file = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_96.h5";
   EXPECT_NE(missing.find((home / "models" / file).string()), std::string::npos) << missing;

@@ -299,7 +299,7 @@ TEST(MathFunctors, DropoutMaskIsTheCounterBasedStreamBitForBit) {
     for (const float rate : {0.f, 0.3f, 0.5f, 0.9f}) {
       const std::uint64_t seed = 0x1234567ULL + static_cast<std::uint64_t>(n);
       Floats mask = filled(n, NAN);
-      cpu().dropout_mask(mask.data(), n, rate, seed);
+      cpu().dropout_mask(mask.data(), n, rate, &seed);
       Floats expected(mask.size());
       Index kept = 0;
       for (Index i = 0; i < n; ++i) {
@@ -309,6 +309,17 @@ TEST(MathFunctors, DropoutMaskIsTheCounterBasedStreamBitForBit) {
       expect_bitwise_equal(mask, expected, "dropout_mask rate " + std::to_string(rate));
       EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(n), 1.0 - rate, 0.05) << "rate " << rate;
     }
+}
+
+// The GPU's functor reads the seed from memory and mixes the salt per element: the same mask bit for bit.
+TEST(MathFunctors, DropoutMaskFromMemoryIsTheSameStream) {
+  const std::uint64_t seed = 0xfeedULL;
+  for (const float rate : {0.1f, 0.5f}) {
+    Floats from_memory = filled(kLarge, NAN), by_value = filled(kLarge, NAN);
+    run_on_host(kLarge, math::DropoutMaskFromMemory{from_memory.data(), rate, 1.f / (1.f - rate), &seed});
+    cpu().dropout_mask(by_value.data(), kLarge, rate, &seed);
+    expect_bitwise_equal(from_memory, by_value, "dropout_mask from memory, rate " + std::to_string(rate));
+  }
 }
 
 // ---- transpose and data movement --------------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <string>
 
+#include "api/core/device_memory.h"
 #include "api/core/tensor.h"
 #include "backend/backend_testing.h"
 #include "backend/optimizer_reference.h"
@@ -228,11 +230,18 @@ std::uint64_t splitmix64(std::uint64_t x) {
 void dropout_cases(std::vector<OpCase>& t) {
   const Index n = 4099;
   // The mask is a function of (seed, index), the same on every device: keep when the top 24 bits of
-  // splitmix64(splitmix64(seed) ^ i), as a uniform in [0, 1), reach the rate.
-  t.push_back({"dropout_mask", "dropout_mask(n=4099, rate=0.3)", {}, {n}, -1, 1, false, 0,
-               [=](Backend& be, const Ptrs&, const Ptrs& o) { be.dropout_mask(o[0], n, 0.3f, 1234); },
+  // splitmix64(splitmix64(seed) ^ i), as a uniform in [0, 1), reach the rate. The seed is read from device
+  // memory: the bits of the case's two random input floats, copied into a 64-bit word there.
+  t.push_back({"dropout_mask", "dropout_mask(n=4099, rate=0.3)", {2}, {n}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 const Tensor seed(Shape{1}, DType::int64, be.device());
+                 copy_bytes(seed.raw_data(), be.device(), i[0], be.device(), sizeof(std::uint64_t));
+                 be.dropout_mask(o[0], n, 0.3f, reinterpret_cast<const std::uint64_t*>(seed.data<std::int64_t>()));
+               },
                [=](OpBuffers& b) {
-                 const std::uint64_t salt = splitmix64(1234);
+                 std::uint64_t seed = 0;
+                 std::memcpy(&seed, b.in[0].data(), sizeof seed);
+                 const std::uint64_t salt = splitmix64(seed);
                  for (Index i = 0; i < n; ++i) {
                    const float u = float(splitmix64(salt ^ std::uint64_t(i)) >> 40) / 16777216.f;
                    b.out[0][i] = u >= 0.3f ? 1.f / (1.f - 0.3f) : 0.f;

@@ -95,7 +95,8 @@ std::string compare(const OpCase& c, const OpBuffers& got, const OpBuffers& want
 
 // Ops whose arguments are lists of tensors or device-resident double accumulators rather than float arrays: each
 // is run on a GPU against the CPU by the *_CUDA test named here, and against scalar references on the CPU by
-// tests/backend/optimizer_updates_test.cpp and loss_functors_test.cpp.
+// tests/backend/optimizer_updates_test.cpp and loss_functors_test.cpp. The step capture runs on a GPU in the
+// test named for it.
 const std::map<std::string, std::string>& ops_tested_elsewhere() {
   static const std::map<std::string, std::string> m = {
       {"apply_update", "OptimizerUpdates.GpuUpdatesMatchTheCpu_CUDA"},
@@ -114,6 +115,8 @@ const std::map<std::string, std::string>& ops_tested_elsewhere() {
       {"find_invalid_class", "LossesOnTheGpu.FindInvalidClassMatchesTheCpu_CUDA"},
       {"add_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},
       {"add_to_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},
+      {"begin_capture", "CapturedSteps.ACapturedPlanDrawsNewMasksOnEveryReplay_CUDA"},
+      {"end_capture", "CapturedSteps.ACapturedPlanDrawsNewMasksOnEveryReplay_CUDA"},
   };
   return m;
 }

@@ -1,5 +1,6 @@
 #include "layers/dropout.h"
 
+#include "api/backend/backend.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -159,6 +160,94 @@ TEST(Dropout, TwoInputsNameTheLayer) {
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("'d' (Dropout)"), std::string::npos) << e.what();
   }
+}
+
+// The mask the CPU backend draws for `seed`.
+std::vector<float> mask_of(std::uint64_t seed, Index n, float rate) {
+  Tensor mask({n});
+  backend::get(Device::cpu()).dropout_mask(mask.data<float>(), n, rate, &seed);
+  return mask.to_vector();
+}
+
+// Two Dropout layers, each fed ones, so the outputs are the masks.
+struct TwoDropouts {
+  Model model;
+  Plan plan;
+  Tensor ones = Tensor::full({4, 50}, 1.f);
+  TwoDropouts() : model(build()), plan(make_plan(model, 4, true)) { plan.set_input(0, ones); }
+  static Model build() {
+    auto in = Input({50});
+    auto a = layers::Dropout({.rate = 0.5f})(in);
+    auto b = layers::Dropout({.rate = 0.3f})(in);
+    return Model(std::vector<SymbolicTensor>{in}, std::vector<SymbolicTensor>{a, b});
+  }
+};
+
+// The seeds are the plan's step values: drawn from its generator in step order, as the layers drew them before
+// the seeds moved to device memory, and the op reads them from the uploaded buffer.
+TEST(Dropout, SeedsAreStepValuesDrawnInStepOrder) {
+  TwoDropouts t;
+  Generator g(7);  // make_plan seeds the plan with 7
+  for (int step = 0; step < 2; ++step) {
+    t.plan.forward();
+    const std::uint64_t first = g.next_u64(), second = g.next_u64();
+    ASSERT_EQ(t.plan.step_values().size(), 2);
+    EXPECT_EQ(t.plan.step_values().host_value(0), first);
+    EXPECT_EQ(t.plan.step_values().host_value(1), second);
+    EXPECT_EQ(t.plan.output(0).to_vector(), mask_of(first, 200, 0.5f)) << "step " << step;
+    EXPECT_EQ(t.plan.output(1).to_vector(), mask_of(second, 200, 0.3f)) << "step " << step;
+  }
+}
+
+TEST(Dropout, TheMaskComesFromTheSeedInDeviceMemory) {
+  TwoDropouts t;
+  t.plan.forward();
+  const std::vector<float> drawn = t.plan.output(0).to_vector();
+  // Rewriting the uploaded seed (and not the host mirror) changes what the next run of the steps draws.
+  *const_cast<std::uint64_t*>(t.plan.step_values().device_value(0)) = 12345;
+  t.plan.run_forward();
+  EXPECT_EQ(t.plan.output(0).to_vector(), mask_of(12345, 200, 0.5f));
+  EXPECT_NE(t.plan.output(0).to_vector(), drawn);
+}
+
+TEST(Dropout, RefreshingTheStepValuesAdvancesTheDrawsAsAForwardWould) {
+  TwoDropouts forwards, refreshed;
+  for (int i = 0; i < 3; ++i) forwards.plan.forward();
+  refreshed.plan.forward();
+  refreshed.plan.refresh_step_values();
+  refreshed.plan.forward();
+  EXPECT_EQ(refreshed.plan.output(0).to_vector(), forwards.plan.output(0).to_vector());
+  EXPECT_EQ(refreshed.plan.output(1).to_vector(), forwards.plan.output(1).to_vector());
+  EXPECT_EQ(refreshed.plan.rng().state(), forwards.plan.rng().state());
+  // run_forward draws nothing: the same seeds give the same masks.
+  refreshed.plan.run_forward();
+  EXPECT_EQ(refreshed.plan.output(0).to_vector(), forwards.plan.output(0).to_vector());
+  EXPECT_EQ(refreshed.plan.rng().state(), forwards.plan.rng().state());
+}
+
+TEST(Dropout, ASeededLayersSourceCountsItsCalls) {
+  const auto run = [](bool refresh_between) {
+    auto in = Input({50});
+    Model model(in, layers::Dropout({.rate = 0.5f, .seed = 3})(in));
+    Plan plan = make_plan(model, 2, true);
+    const Tensor ones = Tensor::full({2, 50}, 1.f);
+    plan.set_input(0, ones);
+    plan.forward();
+    if (refresh_between) plan.refresh_step_values();
+    plan.forward();
+    return plan.output(0).to_vector();
+  };
+  const std::vector<float> third = [] {
+    auto in = Input({50});
+    Model model(in, layers::Dropout({.rate = 0.5f, .seed = 3})(in));
+    Plan plan = make_plan(model, 2, true);
+    const Tensor ones = Tensor::full({2, 50}, 1.f);
+    plan.set_input(0, ones);
+    for (int i = 0; i < 3; ++i) plan.forward();
+    return plan.output(0).to_vector();
+  }();
+  EXPECT_EQ(run(true), third);
+  EXPECT_NE(run(false), third);
 }
 
 }  // namespace

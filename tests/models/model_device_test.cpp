@@ -7,30 +7,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
 namespace {
 
-// Sets TOWER_DEVICE for the test's duration and puts back what was there.
-class DeviceVariable {
+// Sets TOWER_DEVICE (unsets it for null) for the test's duration and puts back what was there.
+class DeviceVariable : public testing::ScopedEnv {
  public:
-  explicit DeviceVariable(const char* value) {
-    if (const char* old = std::getenv("TOWER_DEVICE")) old_ = old;
-    if (value)
-      setenv("TOWER_DEVICE", value, 1);
-    else
-      unsetenv("TOWER_DEVICE");
-  }
-  ~DeviceVariable() {
-    if (old_)
-      setenv("TOWER_DEVICE", old_->c_str(), 1);
-    else
-      unsetenv("TOWER_DEVICE");
-  }
-
- private:
-  std::optional<std::string> old_;
+  explicit DeviceVariable(const char* value)
+      : ScopedEnv("TOWER_DEVICE", value ? std::optional<std::string>(value) : std::nullopt) {}
 };
 
 std::string error_of(const std::function<void()>& f) {

@@ -65,4 +65,15 @@ const Config& fixture_case(const Config& doc, const std::string& name) {
   throw std::runtime_error("no fixture case named " + name);
 }
 
+ScopedEnv::ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = old;
+  if (value) ::setenv(name, value->c_str(), 1);
+  else ::unsetenv(name);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) ::setenv(name_, old_->c_str(), 1);
+  else ::unsetenv(name_);
+}
+
 }  // namespace tower::testing

@@ -3,6 +3,7 @@
 // PyTorch; see each script). Every reader throws std::runtime_error naming the file and the script to run, so a
 // missing fixture fails its test with the reason instead of crashing test discovery.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,19 @@ Tensor fixture_tensor(const Config& c);
 std::vector<std::string> fixture_case_names(const Config& doc);
 // The entry of doc["cases"] named `name`; throws when there is none.
 const Config& fixture_case(const Config& doc, const std::string& name);
+
+// Sets the environment variable `name` to `value` (unsets it for nullopt) for the object's lifetime, then puts
+// back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace tower::testing

@@ -124,8 +124,9 @@ void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, In
                kParallelGrain / 4 / std::max<Index>(axis, 1));
 }
 
-void CpuBackend::dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) {
-  elementwise(n, math::make_dropout_mask(mask, rate, seed));
+void CpuBackend::dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) {
+  // Host memory here: the salt is mixed once, and the loop runs the very functor the GPU's seeded one wraps.
+  elementwise(n, math::make_dropout_mask(mask, rate, *seed));
 }
 
 void CpuBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {

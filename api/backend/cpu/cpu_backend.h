@@ -30,7 +30,7 @@ class CpuBackend final : public Backend {
   void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) override;
   void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                         Index inner) override;
-  void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) override;
+  void dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) override;
   void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) override;
   void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
                     Index outer) override;
@@ -47,6 +47,9 @@ class CpuBackend final : public Backend {
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
   void sum(const float* x, float* y, Index n) override;
+  // The CPU runs every step as it comes: nothing to capture.
+  bool begin_capture() override { return false; }
+  std::unique_ptr<StepGraph> end_capture() override { return nullptr; }
 
   // cpu_optimizers.cpp
   void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;

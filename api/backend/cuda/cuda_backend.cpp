@@ -19,6 +19,7 @@ CudaBackend::~CudaBackend() {
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (workspace_) allocator_for(device()).deallocate(workspace_, workspace_bytes_);
+  for (const auto& [block, bytes] : retired_workspaces_) allocator_for(device()).deallocate(block, bytes);
 }
 
 CudaBackend& backend(int index) {

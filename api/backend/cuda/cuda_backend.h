@@ -8,6 +8,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/backend/backend.h"
 
@@ -45,7 +47,7 @@ class CudaBackend final : public Backend {
   void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) override;
   void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                         Index inner) override;
-  void dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) override;
+  void dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) override;
   void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) override;
   void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,
                     Index outer) override;
@@ -62,6 +64,10 @@ class CudaBackend final : public Backend {
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
   void sum(const float* x, float* y, Index n) override;  // cuda_reduce.cu
+  // cuda_graph.cpp: stream capture in relaxed mode (cudaMalloc stays allowed), the allocator's private pool open
+  // meanwhile.
+  bool begin_capture() override;
+  std::unique_ptr<StepGraph> end_capture() override;
 
   // The GPU's stream; makes the GPU current on the calling thread first.
   cudaStream_t stream() const;
@@ -69,7 +75,9 @@ class CudaBackend final : public Backend {
   cudnnHandle_t cudnn();         // cuda_conv2d.cpp
   cublasLtHandle_t cublaslt();   // cuda_gemm.cpp
   // Scratch memory on this GPU of at least `bytes`, kept and grown by the backend (cuDNN and cuBLASLt
-  // workspaces, CUB temporary storage). Valid until the next call; ops on the one stream never overlap.
+  // workspaces, CUB temporary storage). Valid until the next call; ops on the one stream never overlap. A
+  // captured graph keeps the address it was captured with, so while graphs live (or a capture is under way) an
+  // outgrown block is kept, not freed, until the last graph is gone.
   void* workspace(std::size_t bytes);
 
   // cuda_optimizers.cu
@@ -82,6 +90,15 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t cublaslt_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  std::vector<std::pair<void*, std::size_t>> retired_workspaces_;  // outgrown while graphs lived
+
+  // Step capture (cuda_graph.cpp).
+  class CudaStepGraph;
+  void graph_destroyed();
+  void capture_failed(const std::string& why);
+  int capture_pool_ = 0;  // the allocator's private pool while a capture is under way
+  int live_graphs_ = 0;
+  bool capture_failure_logged_ = false;
 
   // GEMM plans (cuda_gemm.cpp): per shape and operand alignment, the cuBLASLt descriptors and the algorithm its
   // heuristic chose. The deleter is defined there too, so destroying the backend frees them without this header

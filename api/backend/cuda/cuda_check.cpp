@@ -34,7 +34,8 @@ cudaStream_t CudaBackend::stream() const {
 void* CudaBackend::workspace(std::size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
   Allocator& allocator = allocator_for(device());
-  if (workspace_) allocator.deallocate(workspace_, workspace_bytes_);
+  if (workspace_ && (live_graphs_ > 0 || capture_pool_)) retired_workspaces_.emplace_back(workspace_, workspace_bytes_);
+  else if (workspace_) allocator.deallocate(workspace_, workspace_bytes_);
   workspace_ = nullptr;
   workspace_bytes_ = 0;
   // Grown by half again, so a run of slightly larger requests does not reallocate each time.

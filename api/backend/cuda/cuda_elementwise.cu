@@ -91,8 +91,8 @@ void CudaBackend::softmax_backward(const float* y, const float* dy, float* dx, I
   for_each(outer * inner, math::SoftmaxBackward{y, dy, dx, axis, inner}, stream(), op.c_str());
 }
 
-void CudaBackend::dropout_mask(float* mask, Index n, float rate, std::uint64_t seed) {
-  for_each(n, math::make_dropout_mask(mask, rate, seed), stream(), "dropout_mask");
+void CudaBackend::dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) {
+  for_each(n, math::DropoutMaskFromMemory{mask, rate, 1.f / (1.f - rate), seed}, stream(), "dropout_mask");
 }
 
 void CudaBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {

@@ -29,8 +29,18 @@ struct DropoutMask {
   }
 };
 
-inline DropoutMask make_dropout_mask(float* mask, float rate, std::uint64_t seed) {
+TOWER_HD DropoutMask make_dropout_mask(float* mask, float rate, std::uint64_t seed) {
   return {mask, rate, 1.f / (1.f - rate), splitmix64(seed)};
 }
+
+// DropoutMask with the seed read from memory when the element is computed (on a GPU, from a buffer rewritten
+// before each replay of a captured graph). Mixing the salt per element costs one more splitmix64 and spares a
+// kernel that would compute it first.
+struct DropoutMaskFromMemory {
+  float* mask;
+  float rate, keep_scale;
+  const std::uint64_t* seed;
+  TOWER_HD void operator()(Index i) const { DropoutMask{mask, rate, keep_scale, splitmix64(*seed)}(i); }
+};
 
 }  // namespace tower::backend::math

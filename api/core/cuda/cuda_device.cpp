@@ -168,7 +168,7 @@ void check(int status, const std::string& what) {
                            cudaGetErrorName(error) + ")");
 }
 
-Allocator& allocator(int index) { return *device_state(index).allocator; }
+CachingAllocator& allocator(int index) { return *device_state(index).allocator; }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
   if (bytes == 0) return;

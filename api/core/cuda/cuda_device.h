@@ -29,8 +29,9 @@ void synchronize(int index);
 // Throws std::runtime_error("CUDA error in <what>: <message> (<error name>)") unless status is cudaSuccess.
 void check(int status, const std::string& what);
 
-// The caching allocator of GPU `index` (cudaMalloc underneath, 256-byte aligned).
-Allocator& allocator(int index);
+// The caching allocator of GPU `index` (cudaMalloc underneath, 256-byte aligned); its private pools keep the
+// memory of captured CUDA graphs.
+CachingAllocator& allocator(int index);
 
 // Memory operations for device_memory.h, queued on the GPU's stream. A copy into host memory returns once the
 // bytes have arrived; a copy from host memory goes through pinned buffers on the GPU's copy stream (core/staging.h)
