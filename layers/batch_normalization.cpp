@@ -104,7 +104,9 @@ void BatchNormalizationImpl::forward(const ForwardContext& ctx) {
     st.op->forward_inference(x.data<float>(), gamma, beta, moving_mean, moving_variance, y);
     return;
   }
-  st.synchronized = options_.synchronized && ctx.replica && ctx.replica->num_replicas_in_sync() > 1;
+  // A synchronized layer takes its statistics from the double sums on one replica too, so one replica and N
+  // replicas normalise with the same values (see the header).
+  st.synchronized = options_.synchronized;
   if (st.synchronized)
     forward_synchronized(ctx, gamma, beta);
   else
@@ -163,8 +165,8 @@ void BatchNormalizationImpl::backward(const BackwardContext& ctx) {
   }
 }
 
-// The replicas' per-channel sums of x and x^2 and their row counts, added over the replicas on the device, give
-// the global batch's mean and biased variance.
+// The replicas' per-channel sums of x and x^2 and their row counts, added over the replicas on the device (when
+// the layer runs under a strategy), give the global batch's mean and biased variance.
 void BatchNormalizationImpl::forward_synchronized(const ForwardContext& ctx, const float* gamma, const float* beta) {
   const Tensor& x = ctx.inputs[0];
   BatchNormState& st = ctx.get_state<BatchNormState>();
@@ -172,7 +174,7 @@ void BatchNormalizationImpl::forward_synchronized(const ForwardContext& ctx, con
   const Index channels = st.mean.numel();
   double* sums = doubles(st.sums, 2 * channels + 1, x.device());
   be.batch_norm_sums(x.data<float>(), st.rows, channels, sums);
-  ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels + 1), x.device());
+  if (ctx.replica) ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels + 1), x.device());
   float* mean = st.mean.data<float>();
   float* variance = st.variance.data<float>();
   be.batch_norm_statistics(sums, channels, mean, variance);
@@ -194,7 +196,7 @@ void BatchNormalizationImpl::backward_synchronized(const BackwardContext& ctx, c
   be.batch_norm_grad_sums(x.data<float>(), dy.data<float>(), st.mean.data<float>(), st.variance.data<float>(),
                           epsilon, rows, channels, sums, (dgamma ? *dgamma : st.dgamma_sink).data<float>(),
                           (dbeta ? *dbeta : st.dbeta_sink).data<float>());
-  ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels), dy.device());
+  if (ctx.replica) ctx.replica->all_reduce_sum(sums, static_cast<std::size_t>(2 * channels), dy.device());
   if (!dx.defined()) return;
   const double* count = static_cast<const double*>(st.sums->data()) + 2 * channels;
   be.batch_norm_sync_dx(x.data<float>(), dy.data<float>(), gamma, st.mean.data<float>(), st.variance.data<float>(),

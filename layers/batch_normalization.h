@@ -26,7 +26,11 @@
 //     when synchronized), and every replica reads the same values. That is what Keras 3 on tf.distribute
 //     keeps: its moving statistics are per-replica copies (aggregation "none") and the weights a model reports
 //     are the first replica's.
-// Without a strategy, or with one replica in the step, `synchronized` changes nothing.
+// A synchronized layer computes its training statistics and gradients with those double sums on one replica and
+// without a strategy too, so one replica and N replicas give the same results to rounding. The backend's batch-norm
+// op that an unsynchronized layer uses (oneDNN on the CPU) accumulates in float, which for near-constant channels
+// (|mean| much larger than the standard deviation, as ReLU6-saturated inputs give) loses digits of x - mean that
+// deep stacks such as MobileNetV2 amplify to relative differences of about 1e-2 in the first layers' gradients.
 #include "api/engine/layer.h"
 #include "api/engine/layer_options.h"
 
