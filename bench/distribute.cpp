@@ -17,24 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_convnet.h"
+
 using namespace tower;
 
 namespace {
-
-Model make_model() {
-  SymbolicTensor in = Input({28, 28, 1});
-  SymbolicTensor h = layers::Conv2D({.filters = 32, .kernel_size = 3, .padding = "same", .use_bias = false})(in);
-  h = layers::BatchNormalization()(h);
-  h = layers::ReLU()(h);
-  h = layers::MaxPooling2D()(h);
-  h = layers::Conv2D({.filters = 64, .kernel_size = 3, .padding = "same", .use_bias = false})(h);
-  h = layers::BatchNormalization()(h);
-  h = layers::ReLU()(h);
-  h = layers::MaxPooling2D()(h);
-  h = layers::Flatten()(h);
-  h = layers::Dense({.units = 128, .activation = "relu"})(h);
-  return Model(in, layers::Dense({.units = 10, .activation = "softmax"})(h));
-}
 
 struct Setup {
   std::string name;
@@ -85,7 +72,7 @@ int main(int argc, char** argv) {
     {
       std::optional<distribute::StrategyScope> scope;
       if (strategy) scope.emplace(strategy->scope());
-      c.model.emplace(make_model());
+      c.model.emplace(bench::batch_norm_convnet());
       c.model->compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(),
                        {metrics::SparseCategoricalAccuracy()});
     }

@@ -1,7 +1,7 @@
 // Examples per second against the number of MirroredStrategy replicas, on CPU replicas or on logical GPUs of one
 // GPU (set_logical_gpus_per_gpu, as TOWER_LOGICAL_GPUS does). Each replica takes batch_per_replica examples of
 // every global batch (weak scaling); the steps are train_on_batch on fixed tensors, so the input pipeline is not
-// timed. The model is the Fashion-MNIST convnet of bench/distribute.cpp (two Conv2D + BatchNormalization blocks,
+// timed. The model is bench_convnet.h's Fashion-MNIST convnet (two Conv2D + BatchNormalization blocks,
 // Dense 128, Dense 10), Adam 1e-3. Prints one JSON line per replica count, with the scaling efficiency against
 // one replica: rate(N) / (N * rate(1)) on CPU replicas of their own cores, rate(N) / rate(1) for logical GPUs,
 // which share one GPU and can at best keep its throughput. An untimed run of one replica comes first, so one-time
@@ -16,24 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_convnet.h"
+
 using namespace tower;
 
 namespace {
-
-Model make_model() {
-  SymbolicTensor in = Input({28, 28, 1});
-  SymbolicTensor h = layers::Conv2D({.filters = 32, .kernel_size = 3, .padding = "same", .use_bias = false})(in);
-  h = layers::BatchNormalization()(h);
-  h = layers::ReLU()(h);
-  h = layers::MaxPooling2D()(h);
-  h = layers::Conv2D({.filters = 64, .kernel_size = 3, .padding = "same", .use_bias = false})(h);
-  h = layers::BatchNormalization()(h);
-  h = layers::ReLU()(h);
-  h = layers::MaxPooling2D()(h);
-  h = layers::Flatten()(h);
-  h = layers::Dense({.units = 128, .activation = "relu"})(h);
-  return Model(in, layers::Dense({.units = 10, .activation = "softmax"})(h));
-}
 
 std::vector<int> parse_counts(const std::string& text) {
   std::vector<int> out;
@@ -69,7 +56,7 @@ int main(int argc, char** argv) {
     ops = n > 1 ? strategy.cross_device_ops()->name() : "none";
     Model model = [&] {
       auto scope = strategy.scope();
-      Model m = make_model();
+      Model m = bench::batch_norm_convnet();
       m.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy());
       return m;
     }();
