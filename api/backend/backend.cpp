@@ -1,7 +1,9 @@
 #include "api/backend/backend.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "api/backend/cpu/cpu_backend.h"
 #ifdef TOWER_WITH_CUDA
@@ -9,6 +11,30 @@
 #endif
 
 namespace tower::backend {
+
+void write_update_scalars(const OptimizerUpdate& update, void* out) {
+  std::visit(
+      [&](const auto& step) {
+        using Scalars = StepScalars<std::decay_t<decltype(step)>>;
+        static_assert(std::is_trivially_copyable_v<Scalars> && sizeof(Scalars) <= kUpdateScalarsBytes);
+        const Scalars scalars{step, update.weight_decay};
+        std::memcpy(out, &scalars, sizeof scalars);
+      },
+      update.step);
+}
+
+OptimizerUpdate read_update_scalars(const OptimizerUpdate& update) {
+  OptimizerUpdate read;
+  std::visit(
+      [&](const auto& step) {
+        StepScalars<std::decay_t<decltype(step)>> scalars;
+        std::memcpy(&scalars, update.scalars, sizeof scalars);
+        read.step = scalars.step;
+        read.weight_decay = scalars.weight_decay;
+      },
+      update.step);
+  return read;
+}
 
 Backend& get(Device device) {
   if (device.is_cpu()) {

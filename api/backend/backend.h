@@ -158,7 +158,28 @@ struct OptimizerUpdate {
   // Decoupled weight decay applied to each variable before the rule's update, var -= weight_decay * var (Keras
   // passes weight_decay * learning_rate); 0 applies none.
   float weight_decay = 0.f;
+  // Null: the update uses the values above. Otherwise memory of the backend's device holding this step's scalars
+  // as write_update_scalars() lays them out (a StepScalars of the rule's step struct), and the update reads the
+  // rule's numbers and the weight decay from there when it runs, so a captured graph replays it with the values
+  // written before each replay. What selects the code stays on the host and must not change between capture and
+  // replay: the rule (step's alternative), its flags (nesterov, amsgrad, centered, whether SGD's and RMSprop's
+  // momentum is 0) and whether weight_decay is 0.
+  const void* scalars = nullptr;
 };
+
+// A step's scalars in memory, as OptimizerUpdate::scalars points to them: the rule's step struct, then the weight
+// decay. Plain data, so the bytes copy to a device as they are.
+template <class Step>
+struct StepScalars {
+  Step step;
+  float weight_decay;
+};
+// The bytes write_update_scalars writes at most (every rule's StepScalars fits).
+inline constexpr std::size_t kUpdateScalarsBytes = 64;
+// Writes update's scalars (its step struct and weight decay) to `out`, host memory of kUpdateScalarsBytes bytes.
+void write_update_scalars(const OptimizerUpdate& update, void* out);
+// The update with the scalars `update.scalars` points to (host memory) in place of its own values, and no pointer.
+OptimizerUpdate read_update_scalars(const OptimizerUpdate& update);
 
 // One variable of an update: its gradient, its slots (the rule's, in its order; unused entries null) and its
 // element count. Every pointer is memory of the backend's device.

@@ -31,6 +31,37 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #endif
 }
 
+WorkMarker::~WorkMarker() {
+#ifdef TOWER_WITH_CUDA
+  if (event_) cuda::destroy_event(event_);
+#endif
+}
+
+void WorkMarker::record() {
+  if (device_.is_cpu()) return;
+#ifdef TOWER_WITH_CUDA
+  if (!event_) event_ = cuda::create_event(device_.index);
+  cuda::record_event(event_, device_.index);
+#else
+  no_runtime("marking work on " + device_.to_string());
+#endif
+}
+
+void upload_after(void* dst, Device dst_device, const void* src, std::size_t bytes, const WorkMarker& after) {
+  if (!(after.device() == dst_device))
+    throw std::invalid_argument("upload_after: the marker is of " + after.device().to_string() +
+                                ", the destination on " + dst_device.to_string());
+  if (dst_device.is_cpu()) {
+    if (bytes) std::memmove(dst, src, bytes);
+    return;
+  }
+#ifdef TOWER_WITH_CUDA
+  cuda::upload_after(dst, dst_device.index, src, bytes, after.handle());
+#else
+  no_runtime("copy from cpu to " + dst_device.to_string());
+#endif
+}
+
 void fill_bytes(void* dst, Device device, std::size_t bytes, unsigned char value) {
   if (device.is_cpu()) {
     if (bytes) std::memset(dst, value, bytes);

@@ -23,10 +23,10 @@ StagingRing::~StagingRing() {
     }
 }
 
-void StagingRing::upload(void* dst, const void* src, std::size_t bytes) {
+void StagingRing::upload(void* dst, const void* src, std::size_t bytes, const void* after) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  ops_->begin_upload();
+  ops_->begin_upload(after);
   auto* out = static_cast<unsigned char*>(dst);
   const auto* in = static_cast<const unsigned char*>(src);
   for (std::size_t done = 0; done < bytes;) {

@@ -20,8 +20,9 @@ class StagingOps {
   virtual void* allocate_pinned(std::size_t bytes) = 0;
   virtual void free_pinned(void* ptr) = 0;
   // Once per upload, before its first chunk: the copies that follow come after the device work queued so far
-  // (which may still be reading the destination).
-  virtual void begin_upload() = 0;
+  // (which may still be reading the destination) or, when `after` is not null, after the work that marker (a
+  // WorkMarker's handle: an event on the compute stream) marked, and no later work.
+  virtual void begin_upload(const void* after) = 0;
   // Returns once the last copy out of buffer `slot` has finished, so the host may overwrite it.
   virtual void wait(int slot) = 0;
   // Queues the copy of `bytes` from pinned buffer `slot` (at `pinned`) to device memory `dst`; device work queued
@@ -38,8 +39,9 @@ class StagingRing {
   StagingRing& operator=(const StagingRing&) = delete;
 
   // Queues the upload of `bytes` from host memory `src` (any memory; it may change once this returns) to device
-  // memory `dst`. Thread-safe.
-  void upload(void* dst, const void* src, std::size_t bytes);
+  // memory `dst`, after the device work queued so far, or only after the work marked by `after` (see
+  // StagingOps::begin_upload). Thread-safe.
+  void upload(void* dst, const void* src, std::size_t bytes, const void* after = nullptr);
 
   int slots() const { return static_cast<int>(buffers_.size()); }
   std::size_t slot_bytes() const { return slot_bytes_; }

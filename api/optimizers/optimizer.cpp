@@ -189,6 +189,8 @@ Device Optimizer::device_of(const std::vector<VariablePtr>& variables) const {
 }
 
 void Optimizer::place_scratch(Device device) {
+  if (!scalars_.defined() || !(scalars_.device() == device))
+    scalars_ = Tensor(Shape{static_cast<Index>(backend::kUpdateScalarsBytes / 8)}, DType::int64, device);
   for (Tensor& t : clipped_)
     if (!(t.device() == device)) t = Tensor(t.shape(), DType::float32, device);
   if (clip_scratch_.defined() && !(clip_scratch_.device() == device))
@@ -210,9 +212,7 @@ void Optimizer::clip_gradients(const std::vector<Tensor>& gradients, Device devi
   backend::get(device).clip_gradients(*clip, clip_list_, scratch);
 }
 
-void Optimizer::update_variables(const std::vector<VariablePtr>& variables, double lr, Device device) {
-  backend::OptimizerUpdate update{update_for(lr)};
-  if (base_.weight_decay) update.weight_decay = static_cast<float>(*base_.weight_decay * lr);
+void Optimizer::update_variables(const std::vector<VariablePtr>& variables, Device device) {
   update_list_.clear();
   for (std::size_t k = 0; k < variables.size(); ++k) {
     if (!effective_[k]) continue;
@@ -231,10 +231,10 @@ void Optimizer::update_variables(const std::vector<VariablePtr>& variables, doub
     }
     update_list_.push_back(t);
   }
-  backend::get(device).apply_update(update, update_list_);
+  backend::get(device).apply_update(prepared_update_, update_list_);
 }
 
-void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
+void Optimizer::prepare_step(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
   check_gradients(variables, gradients);
   build(variables);
   if (call_index_.size() < variables.size()) {
@@ -252,9 +252,58 @@ void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const
   const Device device = device_of(variables);
   place_scratch(device);
   const double lr = learning_rate();
-  clip_gradients(gradients, device);
-  update_variables(variables, lr, device);
+  backend::OptimizerUpdate update{update_for(lr)};
+  if (base_.weight_decay) update.weight_decay = static_cast<float>(*base_.weight_decay * lr);
+  // The scalars go to the device in one copy, queued before the step's work; the update reads them there.
+  if (!scalars_host_.defined())
+    scalars_host_ = Tensor(Shape{static_cast<Index>(backend::kUpdateScalarsBytes / 8)}, DType::int64);
+  backend::write_update_scalars(update, scalars_host_.raw_data());
+  scalars_.copy_from(scalars_host_);
+  update.scalars = scalars_.raw_data();
+  prepared_update_ = update;
+  prepared_variables_ = &variables;
+  prepared_gradients_ = &gradients;
+  prepared_device_ = device;
+  prepared_ = true;
+  ran_ = false;
+}
+
+void Optimizer::require_prepared(const char* what) const {
+  if (!prepared_)
+    throw std::logic_error(type_ + "." + what + ": no prepared step (call prepare_step first)");
+}
+
+void Optimizer::run_step() {
+  require_prepared("run_step");
+  clip_gradients(*prepared_gradients_, prepared_device_);
+  update_variables(*prepared_variables_, prepared_device_);
+  ran_ = true;
+}
+
+void Optimizer::finish_step() {
+  require_prepared("finish_step");
+  if (!ran_) throw std::logic_error(type_ + ".finish_step: the prepared step has not run (call run_step first)");
+  prepared_ = false;
+  prepared_variables_ = nullptr;
+  prepared_gradients_ = nullptr;
   ++iterations_;
+}
+
+void Optimizer::append_step_fingerprint(std::vector<std::uintptr_t>& fingerprint) const {
+  const auto add = [&](const Tensor& t) {
+    fingerprint.push_back(reinterpret_cast<std::uintptr_t>(t.defined() ? t.raw_data() : nullptr));
+  };
+  for (const VariablePtr& slot : slots_) add(slot->value);
+  for (const Tensor& t : clipped_) add(t);
+  add(clip_scratch_);
+  add(scalars_);
+  fingerprint.push_back(prepared_update_.step.index() * 2 + (prepared_update_.weight_decay != 0.f ? 1 : 0));
+}
+
+void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
+  prepare_step(variables, gradients);
+  run_step();
+  finish_step();
 }
 
 namespace {

@@ -81,6 +81,26 @@ class Optimizer {
   // a variable was not in the first call's list (the optimizer builds its slots for exactly those), or the
   // variables, or a variable and its slots, are on different devices.
   void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
+  // apply_gradients in the three parts a step captured as a CUDA graph needs (fit's captured steps):
+  //   prepare_step: the host's part: the checks and errors of apply_gradients, build on the first call, and this
+  //                 step's learning rate and scalars (bias corrections, weight decay) written to device memory;
+  //   run_step:     queues the device's part, the clipping and the update, which reads those scalars from device
+  //                 memory when it runs, so a graph that captured it replays with the scalars of each later
+  //                 prepare_step;
+  //   finish_step:  counts the step (iterations() += 1).
+  // apply_gradients is the three in order. The lists must stay alive and unchanged until run_step returns.
+  // Throws std::logic_error for run_step or finish_step without a prepared step.
+  void prepare_step(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
+  void run_step();
+  void finish_step();
+  // Appends what a step captured after prepare_step depends on besides the variables and gradients: where the
+  // slots, the clipping scratch and the scalars are, and what selects the update's code (the rule and whether it
+  // decays weights). A graph stays valid while these stay the same.
+  void append_step_fingerprint(std::vector<std::uintptr_t>& fingerprint) const;
+  // The device memory holding the prepared step's scalars (backend::kUpdateScalarsBytes bytes; undefined before
+  // the first prepare_step).
+  const Tensor& step_scalars() const { return scalars_; }
+
   // Creates the slots and scratch for these variables (Keras' build(var_list)), as the first apply_gradients
   // does; a no-op once built. Lets a checkpoint restore slots before the first step. Throws
   // std::invalid_argument for a null or repeated variable.
@@ -132,8 +152,9 @@ class Optimizer {
   void place_scratch(Device device);
   // Fills effective_[k] with the gradient (or its clipped copy) for the k-th entry of this call.
   void clip_gradients(const std::vector<Tensor>& gradients, Device device);
-  // One apply_update over the variables of this call that have a gradient.
-  void update_variables(const std::vector<VariablePtr>& variables, double lr, Device device);
+  // One apply_update of the prepared update over the variables of this call that have a gradient.
+  void update_variables(const std::vector<VariablePtr>& variables, Device device);
+  void require_prepared(const char* what) const;
 
   std::string type_;
   schedules::LearningRate learning_rate_;
@@ -153,6 +174,14 @@ class Optimizer {
   std::vector<const Tensor*> effective_;
   std::vector<backend::ClipTensors> clip_list_;
   std::vector<backend::UpdateTensors> update_list_;
+  // The prepared step: its lists, device and update, whose scalars point into scalars_ (written from
+  // scalars_host_ by prepare_step).
+  const std::vector<VariablePtr>* prepared_variables_ = nullptr;
+  const std::vector<Tensor>* prepared_gradients_ = nullptr;
+  Device prepared_device_ = Device::cpu();
+  backend::OptimizerUpdate prepared_update_;
+  bool prepared_ = false, ran_ = false;
+  Tensor scalars_host_, scalars_;
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;

@@ -36,13 +36,31 @@ Tensor on_device(const Tensor& src, Device device, Tensor& buffer, bool copy = f
   return buffer;
 }
 
+// dst (on a GPU) = host, float32 of the same shape, through `landing`: the upload into the landing buffer waits
+// only for the copy out of it that began the previous step (the marker), so it overlaps the rest of that step;
+// the GPU then copies it into dst in order with its other work.
+void land(const Tensor& host, Tensor& dst, Landing& landing) {
+  const Device device = dst.device();
+  if (!landing.buffer.defined() || landing.buffer.shape() != host.shape() || !(landing.buffer.device() == device)) {
+    landing.buffer = Tensor(host.shape(), DType::float32, device);
+    landing.free = std::make_unique<WorkMarker>(device);
+    // New memory may be a block that work queued so far still uses: the first upload waits for all of it.
+    landing.free->record();
+  }
+  upload_after(landing.buffer.raw_data(), device, host.data<float>(), static_cast<std::size_t>(host.numel()) * sizeof(float),
+               *landing.free);
+  dst.copy_from(landing.buffer);
+  landing.free->record();
+}
+
 // dst = src as float32 on `device` (remade when its shape or device differs). Other dtypes are converted on the
-// host: in `host` when the destination is a GPU, which then gets one copy.
-void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host) {
+// host: in `host` when the destination is a GPU. Host inputs reach a GPU through `landing` (land()).
+void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, Landing& landing) {
   if (!dst.defined() || dst.shape() != src.shape() || dst.device() != device)
     dst = Tensor(src.shape(), DType::float32, device);
   if (src.dtype() == DType::float32) {
-    dst.copy_from(src);
+    if (!device.is_cpu() && src.device().is_cpu()) land(src, dst, landing);
+    else dst.copy_from(src);
     return;
   }
   const Tensor s = src.device().is_cpu() ? src : src.to(Device::cpu());
@@ -68,7 +86,7 @@ void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host) 
     }
     case DType::float32: break;
   }
-  if (!device.is_cpu()) dst.copy_from(host);
+  if (!device.is_cpu()) land(host, dst, landing);
 }
 
 // Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
@@ -227,6 +245,7 @@ TrainingLoop::StepBuffers& TrainingLoop::step_buffers(BufferCache& cache, Plan& 
   }
   slot->staged_inputs.resize(model_.inputs().size());
   slot->staged_host_inputs.resize(model_.inputs().size());
+  slot->landing_inputs.resize(model_.inputs().size());
   return *slot;
 }
 
@@ -285,7 +304,7 @@ void TrainingLoop::stage_inputs(ReplicaSlot& slot, const data::Element& batch, I
     if (!copy && x.dtype() == DType::float32 && x.device() == plan.options().device) {
       plan.set_input(static_cast<int>(i), x);
     } else {
-      stage_float32(x, sb.staged_inputs[i], plan.options().device, sb.staged_host_inputs[i]);
+      stage_float32(x, sb.staged_inputs[i], plan.options().device, sb.staged_host_inputs[i], sb.landing_inputs[i]);
       plan.set_input(static_cast<int>(i), sb.staged_inputs[i]);
     }
   }
@@ -370,7 +389,22 @@ StepGraphs::Fingerprint TrainingLoop::step_fingerprint(const ReplicaSlot& slot) 
   for (const losses::detail::DeviceDoubles& w : sb.loss_inputs.weights) add(w.data());
   for (const Tensor& t : sb.per_example) add_tensor(t);
   for (const Tensor& t : sb.scale) add_tensor(t);
+  optimizer_->append_step_fingerprint(f);
   return f;
+}
+
+void TrainingLoop::add_penalties(const std::vector<VariablePtr>& variables, double examples) {
+  for (const VariablePtr& v : variables) v->regularizer.add_penalty(v->value, examples, loss_sums(v->value.device()).data());
+}
+
+void TrainingLoop::run_update(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                              optimizers::Optimizer& optimizer) {
+  for (std::size_t k = 0; k < variables.size(); ++k)
+    if (variables[k]->regularizer.active()) {
+      Tensor g = gradients[k];
+      variables[k]->regularizer.add_gradient(variables[k]->value, g);
+    }
+  optimizer.run_step();
 }
 
 void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& batch, Index n, StepCapturer& capturer) {
@@ -381,10 +415,17 @@ void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& ba
   check_host_targets(slot, batch, n);
   stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true);
   plan.refresh_step_values();
+  // The penalties read the weights before the update, which is in the graph.
+  const std::vector<VariablePtr>& variables = plan.trainable_weights();
+  const std::vector<Tensor>& gradients = plan.weight_grads();
+  add_penalties(variables, static_cast<double>(n));
+  optimizer_->prepare_step(variables, gradients);
   step_graphs_.run(capturer, &plan, step_fingerprint(slot), [&] {
     plan.run_forward();
     losses_and_backward(slot, n, Mode::train);
+    run_update(variables, gradients, *optimizer_);
   });
+  optimizer_->finish_step();
 }
 
 TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const data::Element& batch, Mode mode) {
@@ -440,6 +481,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   const std::vector<Tensor>* per_example = nullptr;
   const LossInputs* in = nullptr;
   std::function<const Tensor&(std::size_t)> y_pred;
+  bool graphed = false;  // penalties and update done in the (captured) step
   if (replicas) {
     Gathered& g = distributed_step(*replicas, batch, mode);
     if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device());
@@ -451,7 +493,8 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
     StepCapturer* capturer = training ? step_capturer(*plan) : nullptr;
-    if (capturer) graphed_train_step(slot, batch, n, *capturer);
+    graphed = capturer != nullptr;
+    if (graphed) graphed_train_step(slot, batch, n, *capturer);
     else replica_step(slot, batch, n, mode);
     per_example = &single.per_example;
     in = &single.loss_inputs;
@@ -466,6 +509,8 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   // The logs hold sums over examples: each output's sum_over_batch_size loss (the weighted sum of its values over
   // their count) times the batch size, and their loss-weighted total with the regularizers' penalties.
   const double examples = static_cast<double>(n);
+  const std::vector<VariablePtr>& trainable = training && plan ? plan->trainable_weights() : model_.trainable_weights();
+  if (!graphed) add_penalties(trainable, examples);
   for (std::size_t o = 0; o < no; ++o) {
     const Tensor& pe = (*per_example)[o];
     const Index values = pe.numel(), per = values / n;
@@ -478,19 +523,13 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o), in->sample_weight);
   }
 
-  const std::vector<VariablePtr>& trainable = training && plan ? plan->trainable_weights() : model_.trainable_weights();
-  for (const VariablePtr& v : trainable)
-    v->regularizer.add_penalty(v->value, examples, loss_sums(v->value.device()).data());
-  if (training) {
+  if (training && !graphed) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
     auto update = [](const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
                      optimizers::Optimizer& optimizer) {
-      for (std::size_t k = 0; k < variables.size(); ++k)
-        if (variables[k]->regularizer.active()) {
-          Tensor g = gradients[k];
-          variables[k]->regularizer.add_gradient(variables[k]->value, g);
-        }
-      optimizer.apply_gradients(variables, gradients);
+      optimizer.prepare_step(variables, gradients);
+      run_update(variables, gradients, optimizer);
+      optimizer.finish_step();
     };
     // Replicas with their own copies of the variables first: they read the summed gradients before the model's
     // regularizers add to them.

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/core/device_memory.h"
 #include "api/data/dataset.h"
 #include "api/engine/plan.h"
 #include "api/losses/device_doubles.h"
@@ -56,6 +57,13 @@ struct PredictOptions {
 };
 
 namespace detail {
+
+// Where a GPU plan's host inputs are uploaded first (training_loop.cpp's land()): the buffer, and the mark after
+// the copy out of it, which the next upload into it waits for.
+struct Landing {
+  Tensor buffer;
+  std::unique_ptr<WorkMarker> free;
+};
 
 class TrainingLoop {
  public:
@@ -133,6 +141,7 @@ class TrainingLoop {
     LossInputs loss_inputs;
     std::vector<Tensor> staged_inputs;
     std::vector<Tensor> staged_host_inputs;  // inputs of another dtype converted on the host, for a GPU plan
+    std::vector<Landing> landing_inputs;     // where host inputs of a GPU plan are uploaded first
   };
   using BufferCache = std::map<Index, std::unique_ptr<StepBuffers>>;
   // One replica's share of a step: rows [begin, end) of the batch, its plan and buffers (null without rows).
@@ -175,10 +184,18 @@ class TrainingLoop {
   void check_host_targets(const ReplicaSlot& slot, const data::Element& batch, Index n) const;
   // After the plan's forward: the per-example losses and, for training, the loss gradients and backward.
   void losses_and_backward(ReplicaSlot& slot, Index n, Mode mode);
-  // replica_step for a training step that StepGraphs may capture or replay (see set_step_capturer).
+  // A whole training step of the model's own plan that StepGraphs may capture or replay (see set_step_capturer):
+  // replica_step, the regularizers' penalties, and the update (regularizer gradients, the optimizer's step). The
+  // host's parts (staging, step values, the optimizer's scalars) run before the graph, the iteration count after.
   void graphed_train_step(ReplicaSlot& slot, const data::Element& batch, Index n, StepCapturer& capturer);
+  // Adds the regularizers' penalties of these variables (their values before this step's update) to the loss sums.
+  void add_penalties(const std::vector<VariablePtr>& variables, double examples);
+  // Adds each active regularizer's gradient to its variable's gradient, then queues the optimizer's step
+  // (prepared by Optimizer::prepare_step).
+  static void run_update(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                         optimizers::Optimizer& optimizer);
   // What a captured step of `slot` reads and writes: the plan's serial and the addresses of the model's weights,
-  // the staged inputs and targets and the loss buffers.
+  // the staged inputs and targets, the loss buffers and the optimizer's state.
   StepGraphs::Fingerprint step_fingerprint(const ReplicaSlot& slot) const;
   // The capturer for a training step of `plan`, or null when the step runs op by op.
   StepCapturer* step_capturer(const Plan& plan);

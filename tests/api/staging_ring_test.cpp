@@ -34,7 +34,9 @@ class FakeOps final : public StagingOps {
     --j_.pinned_live;
     ::operator delete(ptr);
   }
-  void begin_upload() override { j_.events.push_back("begin"); }
+  void begin_upload(const void* after) override {
+    j_.events.push_back(after ? "begin after " + std::string(static_cast<const char*>(after)) : "begin");
+  }
   void wait(int slot) override { j_.events.push_back("wait " + std::to_string(slot)); }
   void copy(void* dst, const void* pinned, std::size_t bytes, int slot) override {
     std::memcpy(dst, pinned, bytes);
@@ -65,6 +67,21 @@ TEST(StagingRing, ALargeUploadGoesInChunksThroughTheBuffersInTurn) {
   // Each buffer waits for its last copy before it is freed.
   EXPECT_EQ(j.pinned_live, 0);
   EXPECT_EQ(j.events.back(), "wait 1");
+}
+
+TEST(StagingRing, AnUploadAfterAMarkerWaitsForThatMarkerOnly) {
+  // The next batch's upload into a landing buffer waits for the copy out of it that began the current step (the
+  // marker), not for the whole step: the ring hands the marker to the ops, which order the copy stream after it.
+  Journal j;
+  StagingRing ring(std::make_unique<FakeOps>(j), 2, 16);
+  const std::vector<unsigned char> src = pattern(20, 3);
+  std::vector<unsigned char> dst(20, 0);
+  static const char marker[] = "landing-free";
+  ring.upload(dst.data(), src.data(), src.size(), marker);
+  EXPECT_EQ(dst, src);
+  ring.upload(dst.data(), src.data(), 4);
+  EXPECT_EQ(j.events, (std::vector<std::string>{"begin after landing-free", "copy 0 16", "copy 1 4", "begin", "wait 0",
+                                                "copy 0 4"}));
 }
 
 TEST(StagingRing, ABufferIsRefilledOnlyAfterItsLastCopyWasWaitedFor) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/backend/backend.h"
+#include "api/backend/math/optimizer_updates.h"
 #include "api/core/allocator.h"
 #include "api/core/device.h"
 #include "api/core/random.h"
@@ -131,6 +132,64 @@ TEST(OptimizerUpdates, EveryRuleMatchesTheScalarReferenceBitForBit) {
         expect_same_bits(fused.slots[k][j], naive.slots[k][j], tensor + " slot " + std::to_string(j));
       expect_same_bits(fused.gradients[k], naive.gradients[k], tensor + " gradient (unchanged)");
     }
+  }
+}
+
+// OptimizerUpdate::scalars: the update as a captured graph runs it, its scalars read from memory. `how` runs it:
+// through the CPU backend (which reads the scalars once) or element by element through math::with_update's
+// functor (ScalarsFrom, which reads them per element as the CUDA kernels do).
+enum class ScalarsPath { cpu_backend, functor };
+
+void apply_reading_scalars(const OptimizerUpdate& update, const std::vector<UpdateTensors>& list, ScalarsPath how) {
+  if (how == ScalarsPath::cpu_backend) {
+    get(Device::cpu()).apply_update(update, list);
+    return;
+  }
+  for (const UpdateTensors& t : list)
+    math::with_update(update, t, [&](const auto& f) {
+      for (Index i = 0; i < t.n; ++i) f(i);
+    });
+}
+
+TEST(OptimizerUpdates, EveryRuleReadingItsScalarsFromMemoryMatchesTheReference) {
+  for (const ScalarsPath how : {ScalarsPath::cpu_backend, ScalarsPath::functor}) {
+    for (const UpdateCase& c : update_cases()) {
+      SCOPED_TRACE(c.name + (how == ScalarsPath::functor ? " (functor)" : " (CPU backend)"));
+      alignas(8) std::array<unsigned char, kUpdateScalarsBytes> memory{};
+      write_update_scalars(c.update, memory.data());
+      OptimizerUpdate reading = c.update;
+      reading.scalars = memory.data();
+      Tensors fused(c.slots, 5), naive(c.slots, 5);
+      const std::vector<UpdateTensors> list = fused.update_list();
+      for (int step = 0; step < 2; ++step) {
+        apply_reading_scalars(reading, list, how);
+        reference_step(c.update, naive);
+      }
+      for (std::size_t k = 0; k < kSizes.size(); ++k) {
+        expect_same_bits(fused.variables[k], naive.variables[k], "tensor " + std::to_string(k) + " variable");
+        for (int j = 0; j < c.slots; ++j)
+          expect_same_bits(fused.slots[k][j], naive.slots[k][j], "tensor " + std::to_string(k) + " slot " + std::to_string(j));
+      }
+    }
+  }
+}
+
+TEST(OptimizerUpdates, AnUpdateReadingMemoryUsesTheValuesThereNotItsOwn) {
+  // What a replayed graph does: the update was set up (captured) with one step's values and runs with those
+  // written to memory since.
+  const OptimizerUpdate captured{AdamStep{0.01f, 0.1f, 0.001f, 1e-7f, false}, 0.004f};
+  const OptimizerUpdate later{AdamStep{0.03f, 0.1f, 0.001f, 1e-7f, false}, 0.012f};
+  for (const ScalarsPath how : {ScalarsPath::cpu_backend, ScalarsPath::functor}) {
+    SCOPED_TRACE(how == ScalarsPath::functor ? "functor" : "CPU backend");
+    alignas(8) std::array<unsigned char, kUpdateScalarsBytes> memory{};
+    OptimizerUpdate reading = captured;
+    reading.scalars = memory.data();
+    write_update_scalars(later, memory.data());
+    Tensors fused(2, 8), naive(2, 8);
+    apply_reading_scalars(reading, fused.update_list(), how);
+    reference_step(later, naive);
+    for (std::size_t k = 0; k < kSizes.size(); ++k)
+      expect_same_bits(fused.variables[k], naive.variables[k], "tensor " + std::to_string(k) + " variable");
   }
 }
 
@@ -256,8 +315,9 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_EQ(bad, 0) << what;
 }
 
-// Two apply_update steps of `c` on `device`, the arrays of t copied there and the results back.
-void run_update_on(Device device, const UpdateCase& c, Tensors& t) {
+// Two apply_update steps of `c` on `device`, the arrays of t copied there and the results back; with
+// `scalars_in_memory`, the update reads its scalars from memory of the device (OptimizerUpdate::scalars).
+void run_update_on(Device device, const UpdateCase& c, Tensors& t, bool scalars_in_memory = false) {
   const auto on_device = [&](const std::vector<float>& v) {
     return Tensor::from_vector(v, {static_cast<Index>(v.size())}).to(device);
   };
@@ -274,7 +334,15 @@ void run_update_on(Device device, const UpdateCase& c, Tensors& t) {
     }
     list.push_back(u);
   }
-  for (int step = 0; step < 2; ++step) get(device).apply_update(c.update, list);
+  OptimizerUpdate update = c.update;
+  Tensor scalars;
+  if (scalars_in_memory) {
+    Tensor host(Shape{static_cast<Index>(kUpdateScalarsBytes / 8)}, DType::int64);
+    write_update_scalars(c.update, host.raw_data());
+    scalars = host.to(device);
+    update.scalars = scalars.raw_data();
+  }
+  for (int step = 0; step < 2; ++step) get(device).apply_update(update, list);
   for (std::size_t k = 0; k < t.variables.size(); ++k) {
     t.variables[k] = variables[k].to_vector();
     for (int j = 0; j < c.slots; ++j) t.slots[k][j] = slots[k][j].to_vector();
@@ -287,6 +355,21 @@ TEST(OptimizerUpdates, GpuUpdatesMatchTheCpu_CUDA) {
     SCOPED_TRACE(c.name);
     Tensors gpu(c.slots, 5), cpu(c.slots, 5);
     run_update_on(Device::cuda(0), c, gpu);
+    run_update_on(Device::cpu(), c, cpu);
+    for (std::size_t k = 0; k < kSizes.size(); ++k) {
+      expect_close(gpu.variables[k], cpu.variables[k], "tensor " + std::to_string(k) + " variable");
+      for (int j = 0; j < c.slots; ++j)
+        expect_close(gpu.slots[k][j], cpu.slots[k][j], "tensor " + std::to_string(k) + " slot " + std::to_string(j));
+    }
+  }
+}
+
+TEST(OptimizerUpdates, GpuUpdatesReadingScalarsFromDeviceMemoryMatchTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  for (const UpdateCase& c : update_cases()) {
+    SCOPED_TRACE(c.name);
+    Tensors gpu(c.slots, 5), cpu(c.slots, 5);
+    run_update_on(Device::cuda(0), c, gpu, true);
     run_update_on(Device::cpu(), c, cpu);
     for (std::size_t k = 0; k < kSizes.size(); ++k) {
       expect_close(gpu.variables[k], cpu.variables[k], "tensor " + std::to_string(k) + " variable");

@@ -197,6 +197,55 @@ TEST(Optimizer, LearningRateScheduleAndIterations) {
   EXPECT_EQ(opt->get_config().at("learning_rate"), Config(0.02));
 }
 
+// prepare_step / run_step / finish_step, the parts of a step that fit captures as a CUDA graph.
+TEST(Optimizer, ASplitStepEqualsApplyGradients) {
+  auto whole = make_problem(3), split = make_problem(3);
+  const auto schedule = [] {
+    return schedules::ExponentialDecay({.initial_learning_rate = 0.1, .decay_steps = 1, .decay_rate = 0.5});
+  };
+  const OptimizerPtr a = Adam({.learning_rate = schedule(), .weight_decay = 0.1, .clipnorm = 0.5});
+  const OptimizerPtr b = Adam({.learning_rate = schedule(), .weight_decay = 0.1, .clipnorm = 0.5});
+  for (int step = 0; step < 3; ++step) {
+    a->apply_gradients(whole.variables, whole.gradients[step]);
+    b->prepare_step(split.variables, split.gradients[step]);
+    EXPECT_EQ(b->iterations(), step);
+    b->run_step();
+    b->finish_step();
+    EXPECT_EQ(b->iterations(), step + 1);
+  }
+  for (std::size_t k = 0; k < whole.variables.size(); ++k)
+    EXPECT_EQ(split.variables[k]->value.to_vector(), whole.variables[k]->value.to_vector()) << "variable " << k;
+}
+
+TEST(Optimizer, RunStepReadsTheStepsScalarsFromDeviceMemory) {
+  // A graph that captured run_step replays it with whatever prepare_step wrote last: the scalars are read from
+  // step_scalars() when the update runs. Zeroed there, Adam's step changes nothing (alpha and 1 - beta are 0).
+  auto p = make_problem(2);
+  const OptimizerPtr opt = Adam(0.1);
+  opt->apply_gradients(p.variables, p.gradients[0]);
+  const std::vector<float> before = p.variables[0]->value.to_vector();
+  opt->prepare_step(p.variables, p.gradients[1]);
+  ASSERT_TRUE(opt->step_scalars().defined());
+  Tensor zeros = Tensor::zeros(opt->step_scalars().shape(), opt->step_scalars().dtype());
+  Tensor scalars = opt->step_scalars();
+  scalars.copy_from(zeros);
+  opt->run_step();
+  opt->finish_step();
+  EXPECT_EQ(p.variables[0]->value.to_vector(), before);
+  EXPECT_EQ(opt->iterations(), 2);
+}
+
+TEST(Optimizer, RunStepAndFinishStepNeedAPreparedStep) {
+  auto p = make_problem(2);
+  const OptimizerPtr opt = SGD(0.1);
+  EXPECT_TRUE(contains(message_of([&] { opt->run_step(); }), "SGD.run_step: no prepared step"));
+  opt->prepare_step(p.variables, p.gradients[0]);
+  EXPECT_TRUE(contains(message_of([&] { opt->finish_step(); }), "has not run"));
+  opt->run_step();
+  opt->finish_step();
+  EXPECT_TRUE(contains(message_of([&] { opt->finish_step(); }), "no prepared step"));
+}
+
 TEST(Optimizer, SlotsAreNamedAfterTheirVariables) {
   auto p = make_problem(1);
   const OptimizerPtr opt = Adam({.amsgrad = true});

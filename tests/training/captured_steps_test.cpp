@@ -57,14 +57,33 @@ struct Trained {
   StepGraphs::Counts counts;
 };
 
-// Trains the Dropout MLP on `device` for `epochs` of `n` examples in batches of `batch`.
-Trained train(Device device, Index n, Index batch, int epochs, std::shared_ptr<detail::StepCapturer> capturer) {
+// The Dropout MLP with an L2 penalty on its first kernel, for an optimizer whose every step has other scalars:
+// Adam's bias corrections, a decaying learning rate and the weight decay it scales, and clipping.
+Sequential regularized_mlp() {
+  return Sequential({InputLayer({.shape = {6}}),
+                     layers::Dense({.units = 16, .activation = "relu", .kernel_regularizer = regularizers::L2(0.01)}),
+                     layers::Dropout({.rate = 0.3f}), layers::BatchNormalization(),
+                     layers::Dense({.units = 3, .activation = "softmax"})});
+}
+
+optimizers::OptimizerPtr sgd_momentum() { return optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}); }
+
+optimizers::OptimizerPtr decaying_adamw() {
+  return optimizers::AdamW({.learning_rate = optimizers::schedules::ExponentialDecay(
+                                {.initial_learning_rate = 0.01, .decay_steps = 3, .decay_rate = 0.7}),
+                            .weight_decay = 0.05,
+                            .global_clipnorm = 1.0});
+}
+
+// Trains the Dropout MLP (or `make_model`'s) on `device` for `epochs` of `n` examples in batches of `batch`.
+Trained train(Device device, Index n, Index batch, int epochs, std::shared_ptr<detail::StepCapturer> capturer,
+              const std::function<optimizers::OptimizerPtr()>& make_optimizer = sgd_momentum,
+              const std::function<Sequential()>& make_model = dropout_mlp) {
   set_random_seed(5);
-  Sequential model = dropout_mlp();
+  Sequential model = make_model();
   model.to(device);
   if (capturer) model.impl().training_loop().set_step_capturer(capturer);
-  model.compile(optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}), losses::SparseCategoricalCrossentropy(),
-                {metrics::SparseCategoricalAccuracy()});
+  model.compile(make_optimizer(), losses::SparseCategoricalCrossentropy(), {metrics::SparseCategoricalAccuracy()});
   auto [x, y] = data(n);
   const callbacks::History h = model.fit(x, y, {.epochs = epochs, .batch_size = batch, .verbose = 0});
   Trained t;
@@ -85,6 +104,18 @@ TEST(CapturedSteps, ReplayedStepsTrainExactlyAsEagerStepsOnTheCpu) {
   // Full batches: two eager steps, one capture, then replays; every short batch runs eagerly.
   EXPECT_EQ(graphed.counts.captured, 1);
   EXPECT_EQ(graphed.counts.eager, 2 + 3);
+  EXPECT_EQ(graphed.counts.replayed, 3 * 6 - 3);
+}
+
+TEST(CapturedSteps, TheOptimizersStepReplaysWithEachStepsScalars) {
+  // The graph holds the update too: the learning rate, Adam's bias corrections and the weight decay change every
+  // step and are read from device memory the optimizer rewrites before each replay; the regularizer's penalty
+  // and gradient are in the step as well.
+  const Trained eager = train(Device::cpu(), 50, 8, 3, nullptr, decaying_adamw, regularized_mlp);
+  const Trained graphed = train(Device::cpu(), 50, 8, 3, std::make_shared<BodyCapturer>(), decaying_adamw, regularized_mlp);
+  EXPECT_EQ(graphed.weights, eager.weights);
+  EXPECT_EQ(graphed.losses, eager.losses);
+  EXPECT_EQ(graphed.counts.captured, 1);
   EXPECT_EQ(graphed.counts.replayed, 3 * 6 - 3);
 }
 
@@ -169,6 +200,29 @@ TEST(CapturedSteps, TrainingWithGraphsMatchesTrainingWithout_CUDA) {
     for (std::size_t i = 0; i < eager.weights[k].size(); ++i)
       EXPECT_NEAR(graphed.weights[k][i], eager.weights[k][i], 1e-6) << "weight " << k << "[" << i << "]";
   }
+}
+
+TEST(CapturedSteps, TrainingWithGraphsMatchesTrainingWithoutWithAChangingOptimizerStep_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  // A graph that baked the first replay's learning rate or bias corrections in would drift from eager training.
+  const Trained eager = [] {
+    testing::ScopedEnv off("TOWER_CUDA_GRAPHS", "0");
+    return train(Device::cuda(0), 320, 16, 1, nullptr, decaying_adamw, regularized_mlp);
+  }();
+  const Trained graphed = [] {
+    testing::ScopedEnv on("TOWER_CUDA_GRAPHS", std::nullopt);
+    return train(Device::cuda(0), 320, 16, 1, nullptr, decaying_adamw, regularized_mlp);
+  }();
+  EXPECT_EQ(graphed.counts.captured, 1) << "the step was not captured (see the log)";
+  EXPECT_EQ(graphed.counts.replayed, 17);
+  ASSERT_EQ(graphed.weights.size(), eager.weights.size());
+  for (std::size_t k = 0; k < eager.weights.size(); ++k) {
+    ASSERT_EQ(graphed.weights[k].size(), eager.weights[k].size());
+    for (std::size_t i = 0; i < eager.weights[k].size(); ++i)
+      EXPECT_NEAR(graphed.weights[k][i], eager.weights[k][i], 1e-6) << "weight " << k << "[" << i << "]";
+  }
+  ASSERT_EQ(graphed.losses.size(), eager.losses.size());
+  EXPECT_NEAR(graphed.losses[0], eager.losses[0], 1e-6);
 }
 
 TEST(CapturedSteps, ReplayedStepsAllocateNothing_CUDA) {

@@ -18,8 +18,10 @@ float squared_norm(const float* x, Index n) {
 }  // namespace
 
 void CpuBackend::apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
+  // Scalars in memory are read once here, so the loops keep them in registers.
+  const OptimizerUpdate values = update.scalars ? read_update_scalars(update) : update;
   for (const UpdateTensors& t : tensors)
-    math::with_update(update, t, [&](const auto& f) { elementwise(t.n, f); });
+    math::with_update(values, t, [&](const auto& f) { elementwise(t.n, f); });
 }
 
 void CpuBackend::clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) {

@@ -20,13 +20,16 @@ TOWER_HD double smaller(double a, double b) { return b < a ? b : a; }
 // ---- update functors: f(i) updates element i of the variable and its slots ------------------------------------
 enum class SGDKind { plain, momentum, nesterov };
 
+// Every update functor holds its rule's step struct as `s`, the scalars ScalarsFrom replaces when they are read
+// from memory.
 template <SGDKind kind>
 struct SGDUpdate {
-  float neg_lr, momentum;
+  SGDStep s;
   float* var;
   const float* g;
   float* m;
   TOWER_HD void operator()(Index i) const {
+    const float neg_lr = -s.learning_rate, momentum = s.momentum;
     if constexpr (kind == SGDKind::plain) {
       var[i] = neg_lr * g[i] + var[i];
     } else {
@@ -164,13 +167,12 @@ struct DecayThen {
 // Each calls run(f) with the functor of one rule over the tensors t.
 template <class Run>
 void with_rule(const SGDStep& s, const UpdateTensors& t, Run&& run) {
-  const float neg_lr = -s.learning_rate;
   if (s.momentum == 0.f)
-    run(SGDUpdate<SGDKind::plain>{neg_lr, s.momentum, t.variable, t.gradient, nullptr});
+    run(SGDUpdate<SGDKind::plain>{s, t.variable, t.gradient, nullptr});
   else if (s.nesterov)
-    run(SGDUpdate<SGDKind::nesterov>{neg_lr, s.momentum, t.variable, t.gradient, t.slots[0]});
+    run(SGDUpdate<SGDKind::nesterov>{s, t.variable, t.gradient, t.slots[0]});
   else
-    run(SGDUpdate<SGDKind::momentum>{neg_lr, s.momentum, t.variable, t.gradient, t.slots[0]});
+    run(SGDUpdate<SGDKind::momentum>{s, t.variable, t.gradient, t.slots[0]});
 }
 
 template <class Run>
@@ -217,17 +219,48 @@ void with_rule(const AdadeltaStep& s, const UpdateTensors& t, Run&& run) {
   run(AdadeltaUpdate{s, t.variable, t.gradient, t.slots[0], t.slots[1]});
 }
 
+// ---- scalars read from memory when the update runs (OptimizerUpdate::scalars) ------------------------------------
+template <class F, class Step>
+TOWER_HD void load_scalars(F& f, const StepScalars<Step>& scalars) {
+  f.s = scalars.step;
+}
+template <class Update, class Step>
+TOWER_HD void load_scalars(DecayThen<Update>& f, const StepScalars<Step>& scalars) {
+  f.decay = scalars.weight_decay;
+  load_scalars(f.update, scalars);
+}
+
+// f(i) with f's scalars replaced by those in memory at `scalars`, read as the element is computed.
+template <class F, class Step>
+struct ScalarsFrom {
+  const StepScalars<Step>* scalars;
+  F f;
+  TOWER_HD void operator()(Index i) const {
+    F loaded = f;
+    load_scalars(loaded, *scalars);
+    loaded(i);
+  }
+};
+
 // Calls run(f) with the functor that applies `update` to the tensors t, weight decay included: f(i) updates
-// element i, for i in [0, t.n).
+// element i, for i in [0, t.n). With update.scalars, f reads the scalars from there (ScalarsFrom); the code is
+// still chosen by update's own values.
 template <class Run>
 void with_update(const OptimizerUpdate& update, const UpdateTensors& t, Run&& run) {
   std::visit(
       [&](const auto& step) {
-        with_rule(step, t, [&](const auto& f) {
-          if (update.weight_decay != 0.f)
-            run(DecayThen<std::decay_t<decltype(f)>>{update.weight_decay, t.variable, f});
+        using Step = std::decay_t<decltype(step)>;
+        const auto run_reading = [&](const auto& f) {
+          if (update.scalars)
+            run(ScalarsFrom<std::decay_t<decltype(f)>, Step>{static_cast<const StepScalars<Step>*>(update.scalars), f});
           else
             run(f);
+        };
+        with_rule(step, t, [&](const auto& f) {
+          if (update.weight_decay != 0.f)
+            run_reading(DecayThen<std::decay_t<decltype(f)>>{update.weight_decay, t.variable, f});
+          else
+            run_reading(f);
         });
       },
       update.step);

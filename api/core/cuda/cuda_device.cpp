@@ -65,10 +65,15 @@ class CudaStagingOps final : public StagingOps {
     return ptr;
   }
   void free_pinned(void* ptr) override { cudaFreeHost(ptr); }
-  void begin_upload() override {
+  void begin_upload(const void* after) override {
     set_device(index_);
-    check(cudaEventRecord(compute_point_, compute_), "ordering an upload to cuda:" + std::to_string(index_));
-    check(cudaStreamWaitEvent(copy_, compute_point_, 0), "ordering an upload to cuda:" + std::to_string(index_));
+    const std::string what = "ordering an upload to cuda:" + std::to_string(index_);
+    if (after) {
+      check(cudaStreamWaitEvent(copy_, static_cast<cudaEvent_t>(const_cast<void*>(after)), 0), what);
+      return;
+    }
+    check(cudaEventRecord(compute_point_, compute_), what);
+    check(cudaStreamWaitEvent(copy_, compute_point_, 0), what);
   }
   void wait(int slot) override {
     check(cudaEventSynchronize(events_[static_cast<std::size_t>(slot)]),
@@ -198,6 +203,27 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   // The host's bytes must have arrived.
   check(cudaStreamSynchronize(s), what);
 }
+
+void upload_after(void* dst, int index, const void* src, std::size_t bytes, const void* event) {
+  if (bytes == 0) return;
+  set_device(index);
+  device_state(index).staging->upload(dst, src, bytes, event);
+}
+
+void* create_event(int index) {
+  set_device(index);
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate on cuda:" + std::to_string(index));
+  return event;
+}
+
+void record_event(void* event, int index) {
+  set_device(index);
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream(index))),
+        "marking the work queued on cuda:" + std::to_string(index));
+}
+
+void destroy_event(void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
 void fill_bytes(void* dst, int index, std::size_t bytes, unsigned char value) {
   if (bytes == 0) return;

@@ -38,6 +38,13 @@ CachingAllocator& allocator(int index);
 // and returns without waiting for the GPU, work queued after it seeing the bytes; a copy between two GPUs waits
 // for the source GPU's stream first.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+// copy_bytes from host memory to GPU `index`, the copy stream waiting only for `event` (recorded on the GPU's
+// stream; one never recorded is complete) instead of for all the work queued so far.
+void upload_after(void* dst, int index, const void* src, std::size_t bytes, const void* event);
+// Events of GPU `index` (cudaEvent_t as void*), recorded on its stream.
+void* create_event(int index);
+void record_event(void* event, int index);
+void destroy_event(void* event);
 void fill_bytes(void* dst, int index, std::size_t bytes, unsigned char value);
 void fill_floats(float* dst, int index, std::size_t n, float value);  // cuda_fill.cu
 
