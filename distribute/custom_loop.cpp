@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/backend/backend.h"
+#include "api/engine/replica_context.h"
 
 namespace tower::distribute {
 
@@ -20,6 +21,16 @@ std::optional<DistributedBatch> DistributedDataset::Iterator::next() {
 
 DistributedDataset distribute_dataset(const Strategy& strategy, data::Dataset data) {
   return DistributedDataset(strategy, std::move(data));
+}
+
+int ReplicaStep::replica_id_in_sync_group() const {
+  const ReplicaContext* context = plan_->options().replica;
+  return context ? context->replica_id_in_sync_group() : 0;
+}
+
+int ReplicaStep::num_replicas_in_sync() const {
+  const ReplicaContext* context = plan_->options().replica;
+  return context ? context->num_replicas_in_sync() : 1;
 }
 
 std::vector<Tensor> ReplicaStep::call(GradientTape& tape, const std::vector<Tensor>& inputs) const {
@@ -73,7 +84,7 @@ void run_replicas(const Strategy& strategy, ModelImpl& model, const DistributedB
   if (n <= 0) throw std::invalid_argument("distribute::run: an empty batch");
   tower::detail::Replicas* replicas = replicas_of(strategy, model);
   if (!replicas) {
-    ReplicaStep step(model.plan_for(n, true), batch.global, n, 0, 1, 0);
+    ReplicaStep step(model.plan_for(n, true), batch.global, n, 0);
     fn(step);
     return;
   }
@@ -81,15 +92,11 @@ void run_replicas(const Strategy& strategy, ModelImpl& model, const DistributedB
   const int local = replicas->num_local();
   // The steps are made here, on this thread (plans are made on first use and kept), and run on the replica threads.
   std::vector<std::optional<ReplicaStep>> steps(static_cast<std::size_t>(local));
-  // The replicas with rows: a short batch leaves the last ones without (Replicas::slice's split).
-  const Index replicas_in_sync = strategy.num_replicas_in_sync();
-  const Index chunk = (n + replicas_in_sync - 1) / replicas_in_sync;
-  const int in_sync = static_cast<int>((n + chunk - 1) / chunk);
   for (int r = 0; r < local; ++r) {
     const auto [begin, end] = replicas->slice(n, r);
     if (end <= begin) continue;
     steps[static_cast<std::size_t>(r)].emplace(replicas->plan(r, end - begin, true), rows_of(batch.global, begin, end),
-                                               n, strategy.worker_index() * local + r, in_sync, r);
+                                               n, r);
   }
   auto work = [&](int r) {
     if (auto& step = steps[static_cast<std::size_t>(r)]) fn(*step);

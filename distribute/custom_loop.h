@@ -92,15 +92,14 @@ DistributedDataset distribute_dataset(const Strategy& strategy, data::Dataset da
 // What fn sees on one replica (tf.distribute's ReplicaContext, with the replica's share of the batch).
 class ReplicaStep {
  public:
-  ReplicaStep(Plan& plan, data::Element batch, Index global_batch_size, int replica_id, int num_replicas,
-              int local_index)
-      : plan_(&plan), batch_(std::move(batch)), global_batch_size_(global_batch_size), replica_id_(replica_id),
-        num_replicas_(num_replicas), local_index_(local_index) {}
+  ReplicaStep(Plan& plan, data::Element batch, Index global_batch_size, int local_index)
+      : plan_(&plan), batch_(std::move(batch)), global_batch_size_(global_batch_size), local_index_(local_index) {}
   // This replica's rows of every component of the global batch (views, in host memory when the batch is).
   const data::Element& batch() const { return batch_; }
   Index global_batch_size() const { return global_batch_size_; }
-  int replica_id_in_sync_group() const { return replica_id_; }
-  int num_replicas_in_sync() const { return num_replicas_; }
+  // The replica's ReplicaContext during run() (the replicas with rows of this batch; 0 and 1 without replicas).
+  int replica_id_in_sync_group() const;
+  int num_replicas_in_sync() const;
   // Index among this worker's replicas (the position of this replica's value in the PerReplica run returns).
   int local_index() const { return local_index_; }
   Device device() const { return plan_->options().device; }
@@ -115,7 +114,7 @@ class ReplicaStep {
   Plan* plan_;
   data::Element batch_;
   Index global_batch_size_;
-  int replica_id_, num_replicas_, local_index_;
+  int local_index_;
 };
 
 namespace detail {

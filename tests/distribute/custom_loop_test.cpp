@@ -132,6 +132,38 @@ TEST(CustomLoop, MirroredVariablesTakeTheUpdates) {
   expect_same_weights(loop.weights, fit_weights(std::nullopt, false, initial), "mirrored variables");
 }
 
+// Every replica with rows of the batch runs once, with its id and the count of replicas in sync; a batch of one
+// example leaves the second replica without rows, and run returns one value.
+TEST(CustomLoop, RunReportsTheReplicasInSync) {
+  const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  Model model = make_model(strategy, false);
+  const testing::Examples ex = testing::seeded_examples(9, 5);
+  auto it = distribute::distribute_dataset(strategy, data::Dataset::from_tensor_slices({ex.x, ex.y}).batch(8))
+                .make_iterator();
+  struct Seen {
+    int id, in_sync, local;
+    Index rows, global;
+  };
+  auto seen = [&](distribute::ReplicaStep& step) {
+    return Seen{step.replica_id_in_sync_group(), step.num_replicas_in_sync(), step.local_index(),
+                step.batch()[0].dim(0), step.global_batch_size()};
+  };
+  const auto full = distribute::run(strategy, model, *it.next(), seen);
+  ASSERT_EQ(full.values.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(full.values[r].id, r);
+    EXPECT_EQ(full.values[r].local, r);
+    EXPECT_EQ(full.values[r].in_sync, 2);
+    EXPECT_EQ(full.values[r].rows, 4);
+    EXPECT_EQ(full.values[r].global, 8);
+  }
+  const auto short_batch = distribute::run(strategy, model, *it.next(), seen);
+  ASSERT_EQ(short_batch.values.size(), 1u);
+  EXPECT_EQ(short_batch.values[0].in_sync, 1);
+  EXPECT_EQ(short_batch.values[0].rows, 1);
+  EXPECT_FALSE(it.next().has_value());
+}
+
 TEST(CustomLoop, ReduceSumAndMean) {
   const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
   distribute::PerReplica<Tensor> v{{Tensor::from_vector(std::vector<float>{1.f, 2.f}, {2}), Tensor::from_vector(std::vector<float>{3.f, 6.f}, {2})}};
