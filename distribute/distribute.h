@@ -3,6 +3,7 @@
 // machine), MultiWorkerMirroredStrategy (several processes started by mpirun), and the cross-device ops that sum
 // replicas' gradients.
 #include "distribute/cross_device_ops.h"
+#include "distribute/custom_loop.h"
 #include "distribute/hierarchical_copy_all_reduce.h"
 #include "distribute/in_process_all_reduce.h"
 #include "distribute/logical_device.h"

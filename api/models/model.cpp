@@ -473,6 +473,10 @@ void ModelImpl::to(Device device) {
   device_ = device;
 }
 
+void ModelImpl::train_step(const data::Element& batch) { training_loop_->default_train_step(batch); }
+
+void ModelImpl::test_step(const data::Element& batch) { training_loop_->default_test_step(batch); }
+
 Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   require_graph("running the model");
   auto& slot = plans_[{batch_size, training}];

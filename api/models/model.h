@@ -70,6 +70,36 @@ class ModelImpl : public Layer {
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
 
+  // ---- custom steps (Keras 3's overridable train_step / test_step) ----
+  // fit, train_on_batch, evaluate and test_on_batch run their batches through these; fit and evaluate keep their
+  // callbacks, progress bar, History and logs around whichever step runs. A batch is (inputs..., targets...,
+  // [sample_weight]) as fit takes it. The defaults are fit's own step (on the strategy's replicas, or captured as
+  // a CUDA graph where fit captures it). A subclass overrides them with a step of its own, usually a
+  // GradientTape (training/gradient_tape.h), the compiled optimizer and losses, and the loop's trackers, which
+  // keep the logs on the device until a log point reads them:
+  //
+  //   class MyModel : public ModelImpl {
+  //    public:
+  //     using ModelImpl::ModelImpl;
+  //     void train_step(const data::Element& batch) override {
+  //       GradientTape tape;
+  //       Tensor probs = tape.call(*this, batch[0]);
+  //       Tensor loss = tape.loss(training_loop().losses()[0], batch[1], probs);
+  //       std::vector<VariablePtr> vars = trainable_weights();
+  //       optimizer()->apply_gradients(optimizers::zip(tape.gradient(loss, vars), vars));
+  //       training_loop().track_loss(loss, batch[0].dim(0));      // "loss" in the logs and History
+  //       training_loop().update_metrics({batch[1]}, {probs});    // the compiled metrics
+  //     }
+  //   };
+  //   Model model(std::make_shared<MyModel>(inputs, outputs, "my_model"));
+  //   model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(), {metrics::SparseCategoricalAccuracy()});
+  //   model.fit(data, 5);
+  //
+  // A custom step runs where the model's own plans run (the model's device): under a distribution strategy, only
+  // the default step runs on the replicas; custom loops on replicas use distribute/custom_loop.h.
+  virtual void train_step(const data::Element& batch);
+  virtual void test_step(const data::Element& batch);
+
   // ---- device ----
   // Where the weights live and the plans run: the device given to to(), else default_device() (TOWER_DEVICE,
   // else GPU 0 when one is visible, else the CPU), chosen when first asked and kept. Under a distribution

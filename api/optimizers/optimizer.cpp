@@ -234,6 +234,29 @@ void Optimizer::update_variables(const std::vector<VariablePtr>& variables, Devi
   backend::get(device).apply_update(prepared_update_, update_list_);
 }
 
+void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars) {
+  std::vector<VariablePtr> variables;
+  std::vector<Tensor> gradients;
+  variables.reserve(grads_and_vars.size());
+  gradients.reserve(grads_and_vars.size());
+  for (const auto& [gradient, variable] : grads_and_vars) {
+    gradients.push_back(gradient);
+    variables.push_back(variable);
+  }
+  apply_gradients(variables, gradients);
+}
+
+std::vector<std::pair<Tensor, VariablePtr>> zip(const std::vector<Tensor>& gradients,
+                                                const std::vector<VariablePtr>& variables) {
+  if (gradients.size() != variables.size())
+    throw std::invalid_argument("optimizers::zip: " + std::to_string(gradients.size()) + " gradients for " +
+                                std::to_string(variables.size()) + " variables");
+  std::vector<std::pair<Tensor, VariablePtr>> pairs;
+  pairs.reserve(gradients.size());
+  for (std::size_t k = 0; k < gradients.size(); ++k) pairs.emplace_back(gradients[k], variables[k]);
+  return pairs;
+}
+
 void Optimizer::prepare_step(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
   check_gradients(variables, gradients);
   build(variables);

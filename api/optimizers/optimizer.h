@@ -81,6 +81,9 @@ class Optimizer {
   // a variable was not in the first call's list (the optimizer builds its slots for exactly those), or the
   // variables, or a variable and its slots, are on different devices.
   void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
+  // Keras' apply_gradients(zip(grads, vars)): (gradient, variable) pairs, as GradientTape::gradient returns them
+  // beside its variables (optimizers::zip makes the pairs); the same steps, clipping and errors as above.
+  void apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars);
   // apply_gradients in the three parts a step captured as a CUDA graph needs (fit's captured steps):
   //   prepare_step: the host's part: the checks and errors of apply_gradients, build on the first call, and this
   //                 step's learning rate and scalars (bias corrections, weight decay) written to device memory;
@@ -185,6 +188,10 @@ class Optimizer {
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;
+
+// (gradients[k], variables[k]) pairs, Python's zip(grads, vars). Throws std::invalid_argument when the lengths differ.
+std::vector<std::pair<Tensor, VariablePtr>> zip(const std::vector<Tensor>& gradients,
+                                                const std::vector<VariablePtr>& variables);
 
 // A typed, shared handle to an optimizer: `optimizers::Adam` is an OptimizerHolder<AdamImpl>.
 template <class Impl>

@@ -22,6 +22,7 @@
 #include "api/engine/layer_options.h"
 #include "api/models/model.h"
 #include "api/engine/layer_registry.h"
+#include "api/training/gradient_tape.h"
 #include "api/training/training_loop.h"
 #include "api/optimizers/optimizers.h"
 #include "api/regularizers/regularizers.h"

@@ -558,7 +558,9 @@ std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::
       else if (mode == Mode::test) cb.on_test_batch_begin(s, Logs());
       else cb.on_predict_batch_begin(s, Logs());
     });
-    step(*batch, mode);
+    if (mode == Mode::train) model_.train_step(*batch);
+    else if (mode == Mode::test) model_.test_step(*batch);
+    else step(*batch, mode);
     // The running values are read from the device only if a callback looks at them (Logs::defer).
     Logs l;
     if (mode != Mode::predict) {
@@ -604,15 +606,50 @@ void TrainingLoop::sync_replicas() {
 Logs TrainingLoop::train_on_batch(const data::Element& batch) {
   require_compiled("train_on_batch()");
   reset_metrics();
-  step(batch, Mode::train);
+  model_.train_step(batch);
   return logs();
 }
 
 Logs TrainingLoop::test_on_batch(const data::Element& batch) {
   require_compiled("test_on_batch()");
   reset_metrics();
-  step(batch, Mode::test);
+  model_.test_step(batch);
   return logs();
+}
+
+void TrainingLoop::default_train_step(const data::Element& batch) {
+  require_compiled("train_step()");
+  step(batch, Mode::train);
+}
+
+void TrainingLoop::default_test_step(const data::Element& batch) {
+  require_compiled("test_step()");
+  step(batch, Mode::test);
+}
+
+void TrainingLoop::track_loss(const Tensor& loss, Index examples) {
+  require_compiled("track_loss()");
+  if (!loss.defined() || loss.numel() != 1 || loss.dtype() != DType::float32)
+    throw std::invalid_argument("Model '" + model_.name() + "': track_loss() takes one float32 value, got " +
+                                (loss.defined() ? loss.shape().to_string() : std::string("an undefined tensor")));
+  double* sums = loss_sums(loss.device()).data();
+  backend::get(loss.device()).accumulate_weighted_sum(loss.data<float>(), nullptr, 1, 1, static_cast<double>(examples), sums);
+  loss_count_ += static_cast<double>(examples);
+}
+
+void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,
+                                  const Tensor& sample_weight) {
+  require_compiled("update_metrics()");
+  if (y_true.size() != metrics_.size() || y_pred.size() != metrics_.size())
+    throw std::invalid_argument("Model '" + model_.name() + "': update_metrics() got " + std::to_string(y_true.size()) +
+                                " targets and " + std::to_string(y_pred.size()) + " predictions for " +
+                                std::to_string(metrics_.size()) + " outputs");
+  for (std::size_t o = 0; o < metrics_.size(); ++o) {
+    const Device device = y_pred[o].device();
+    const Tensor t = y_true[o].device() == device ? y_true[o] : y_true[o].to(device);
+    const Tensor w = !sample_weight.defined() || sample_weight.device() == device ? sample_weight : sample_weight.to(device);
+    for (const auto& m : metrics_[o]) m->update_state(t, y_pred[o], w);
+  }
 }
 
 Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& options,

@@ -88,6 +88,19 @@ class TrainingLoop {
   callbacks::Logs train_on_batch(const data::Element& batch);
   callbacks::Logs test_on_batch(const data::Element& batch);
 
+  // The default ModelImpl::train_step / test_step: fit's and evaluate's own step on one batch (the loss, the
+  // metrics and, for training, one optimizer update), on the strategy's replicas when there are any.
+  void default_train_step(const data::Element& batch);
+  void default_test_step(const data::Element& batch);
+  // For custom steps: adds a loss value (one float32 element on any device, the mean over `examples` examples)
+  // to the running "loss" the logs report, weighted by `examples`, without reading it back; and updates the
+  // compiled metrics with per-output targets and predictions (targets are copied to the predictions' device when
+  // they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
+  // that differs from the model's.
+  void track_loss(const Tensor& loss, Index examples);
+  void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,
+                      const Tensor& sample_weight = Tensor());
+
   // During fit: its callbacks (the user's, then the progress bar and History) and its training data, for the
   // callbacks that save what a resumed fit needs (BackupAndRestore). Empty and null outside fit.
   const std::vector<callbacks::CallbackPtr>& callbacks() const { return fit_callbacks_; }

@@ -1,0 +1,256 @@
+// GradientTape: gradients against central differences of the tape's own forward values (every op, a model call,
+// a loss with sample weights, a variable used directly), against the update fit's step makes from the same
+// weights (the fused softmax/cross-entropy path), unconnected variables, the errors, and apply_gradients with
+// (gradient, variable) pairs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "testing/layer_test.h"
+#include "tower/tower.h"
+
+namespace tower {
+namespace {
+
+using testing::random_tensor;
+
+Model small_mlp() {
+  SymbolicTensor in = Input({3});
+  SymbolicTensor h = layers::Dense({.units = 5, .activation = "tanh"})(in);
+  return Model(in, layers::Dense({.units = 4, .activation = "softmax"})(h));
+}
+
+struct Batch {
+  Tensor x, y, w, t;
+};
+
+Batch batch(Index n) {
+  std::vector<std::int32_t> labels;
+  std::vector<float> weights;
+  for (Index i = 0; i < n; ++i) {
+    labels.push_back(static_cast<std::int32_t>((i * 7) % 4));
+    weights.push_back(0.5f + 0.25f * static_cast<float>(i % 3));
+  }
+  return {random_tensor({n, 3}, 5), Tensor::from_vector(labels, {n}), Tensor::from_vector(weights, {n}),
+          random_tensor({n, 4}, 9)};
+}
+
+// Targets that together use every op: a weighted cross-entropy (alone on the softmax output: the fused path;
+// beside other uses of it: the softmax's own backward), an L2 term on the first kernel (a variable used
+// directly), add, subtract, multiply (elementwise and by a broadcast scalar), divide, scale, square, sum, mean,
+// and the reductions sum and none.
+using Target = Tensor (*)(GradientTape&, Model&, const Batch&);
+
+Tensor fused_cross_entropy(GradientTape& tape, Model& model, const Batch& b) {
+  return tape.loss(losses::SparseCategoricalCrossentropy(), b.y, tape.call(model, b.x), {.sample_weight = b.w});
+}
+
+Tensor cross_entropy_with_l2(GradientTape& tape, Model& model, const Batch& b) {
+  Tensor probs = tape.call(model, b.x);
+  Tensor ce = tape.loss(losses::SparseCategoricalCrossentropy(), b.y, probs, {.sample_weight = b.w});
+  return tape.add(tape.add(ce, tape.scale(tape.l2_loss(model.trainable_weights()[0]), 0.5)), tape.sum(probs));
+}
+
+Tensor mean_square(GradientTape& tape, Model& model, const Batch& b) {
+  return tape.scale(tape.mean(tape.square(tape.call(model, b.x))), 10.0);
+}
+
+Tensor products(GradientTape& tape, Model& model, const Batch& b) {
+  Tensor probs = tape.call(model, b.x);
+  return tape.sum(tape.multiply(probs, tape.subtract(tape.divide(probs, 4.0), b.t)));
+}
+
+Tensor scalar_products(GradientTape& tape, Model& model, const Batch& b) {
+  Tensor probs = tape.call(model, b.x);
+  Tensor mse = tape.loss(losses::MeanSquaredError(), b.t, probs, {.reduction = LossReduction::sum});
+  Tensor ce = tape.loss(losses::SparseCategoricalCrossentropy(), b.y, probs);
+  return tape.subtract(tape.multiply(mse, ce), tape.mean(tape.multiply(probs, ce)));
+}
+
+Tensor per_example_losses(GradientTape& tape, Model& model, const Batch& b) {
+  Tensor probs = tape.call(model, b.x);
+  return tape.sum(tape.loss(losses::CategoricalCrossentropy(), b.t, probs,
+                            {.sample_weight = b.w, .reduction = LossReduction::none}));
+}
+
+TEST(GradientTape, MatchesCentralDifferences) {
+  const std::vector<std::pair<const char*, Target>> targets = {
+      {"fused cross-entropy", fused_cross_entropy}, {"cross-entropy + l2 + sum", cross_entropy_with_l2},
+      {"mean square", mean_square},                 {"products", products},
+      {"scalar products", scalar_products},         {"per-example losses", per_example_losses}};
+  set_random_seed(3);
+  Model model = small_mlp();
+  Batch b = batch(6);
+  b.t = testing::random_tensor({6, 4}, 9, 0.f, 1.f);
+  const std::vector<VariablePtr> vars = model.trainable_weights();
+  const double eps = 1e-2;
+  for (const auto& [name, target] : targets) {
+    GradientTape tape;
+    Tensor t = target(tape, model, b);
+    ASSERT_EQ(t.numel(), 1) << name;
+    const std::vector<Tensor> grads = tape.gradient(t, vars);
+    for (std::size_t k = 0; k < vars.size(); ++k) {
+      ASSERT_TRUE(grads[k].defined()) << name << " " << vars[k]->path;
+      const std::vector<float> g = grads[k].to_vector();
+      float* w = vars[k]->value.data<float>();
+      for (Index i = 0; i < vars[k]->value.numel(); ++i) {
+        const float saved = w[i];
+        const auto value = [&](double delta) {
+          w[i] = static_cast<float>(saved + delta);
+          GradientTape probe;
+          return static_cast<double>(target(probe, model, b).item());
+        };
+        const double numeric = (value(eps) - value(-eps)) / (2 * eps);
+        w[i] = saved;
+        EXPECT_NEAR(g[static_cast<std::size_t>(i)], numeric, 5e-4 + 5e-3 * std::fabs(numeric))
+            << name << ": " << vars[k]->path << " [" << i << "]";
+      }
+    }
+  }
+}
+
+// One SGD step with learning rate 1 from the same weights: fit's update is w - g, with g the gradient of the
+// batch's sum_over_batch_size loss.
+TEST(GradientTape, MatchesFitsGradients) {
+  set_random_seed(4);
+  Model a = small_mlp(), b = small_mlp();
+  b.set_weights(a.get_weights());
+  const Batch data = batch(8);
+  a.compile(optimizers::SGD(1.0), losses::SparseCategoricalCrossentropy());
+  a.train_on_batch(data.x, data.y);
+  GradientTape tape;
+  Tensor loss = tape.loss(losses::SparseCategoricalCrossentropy(), data.y, tape.call(b, data.x));
+  const std::vector<Tensor> grads = tape.gradient(loss, b.trainable_weights());
+  const std::vector<VariablePtr> fitted = a.trainable_weights(), own = b.trainable_weights();
+  for (std::size_t k = 0; k < own.size(); ++k) {
+    const std::vector<float> w = own[k]->value.to_vector(), g = grads[k].to_vector(),
+                             want = fitted[k]->value.to_vector();
+    for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i] - g[i], want[i], 1e-6) << own[k]->path;
+  }
+}
+
+TEST(GradientTape, UnconnectedVariablesGetNoneOrZeros) {
+  set_random_seed(5);
+  Model model = small_mlp();
+  auto other = std::make_shared<Variable>(Variable{"v", "free/v", Tensor::full({2, 2}, 1.f)});
+  const Batch b = batch(4);
+  for (UnconnectedGradients mode : {UnconnectedGradients::none, UnconnectedGradients::zero}) {
+    GradientTape tape;
+    Tensor loss = tape.mean(tape.call(model, b.x));
+    const std::vector<Tensor> g = tape.gradient(loss, {model.trainable_weights()[0], other}, mode);
+    EXPECT_TRUE(g[0].defined());
+    if (mode == UnconnectedGradients::none) {
+      EXPECT_FALSE(g[1].defined());
+    } else {
+      ASSERT_TRUE(g[1].defined());
+      EXPECT_EQ(g[1].shape(), (Shape{2, 2}));
+      for (float v : g[1].to_vector()) EXPECT_EQ(v, 0.f);
+    }
+  }
+  // A variable used only directly gets its gradient: d sum(v^2)/2 = v.
+  GradientTape tape;
+  Tensor l2 = tape.l2_loss(other);
+  const std::vector<Tensor> g = tape.gradient(l2, {other});
+  for (float v : g[0].to_vector()) EXPECT_FLOAT_EQ(v, 1.f);
+}
+
+template <class Fn>
+void expect_error(Fn fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception; expected one mentioning \"" << needle << "\"";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(GradientTape, ErrorsNameTheProblem) {
+  set_random_seed(6);
+  Model model = small_mlp();
+  const Batch b = batch(4);
+  expect_error(
+      [&] {
+        GradientTape tape;
+        Tensor probs = tape.call(model, b.x);
+        tape.gradient(probs, model.trainable_weights());
+      },
+      "must be a scalar");
+  expect_error(
+      [&] {
+        GradientTape tape;
+        tape.gradient(Tensor::full({1}, 2.f), model.trainable_weights());
+      },
+      "was not computed on this tape");
+  expect_error(
+      [&] {
+        GradientTape tape;
+        tape.call(model, b.x);
+        tape.call(model, b.x);
+      },
+      "already called on this tape with a batch of 4");
+  expect_error(
+      [&] {
+        GradientTape tape;
+        Tensor loss = tape.mean(tape.call(model, b.x));
+        tape.gradient(loss, model.trainable_weights());
+        tape.gradient(loss, model.trainable_weights());
+      },
+      "non-persistent tape");
+  expect_error(
+      [&] {
+        GradientTape tape;
+        tape.add(Tensor::full({2, 3}, 1.f), Tensor::full({3, 2}, 1.f));
+      },
+      "do not broadcast");
+  // Two batch sizes are two plans: one tape may call the model on both.
+  GradientTape two;
+  Tensor l = two.add(two.mean(two.call(model, b.x)), two.mean(two.call(model, batch(3).x)));
+  EXPECT_TRUE(two.gradient(l, model.trainable_weights())[0].defined());
+}
+
+TEST(GradientTape, PersistentTapeGivesTheSameGradientsTwice) {
+  set_random_seed(7);
+  Model model = small_mlp();
+  const Batch b = batch(5);
+  GradientTape tape(/*persistent=*/true);
+  Tensor loss = tape.loss(losses::SparseCategoricalCrossentropy(), b.y, tape.call(model, b.x));
+  const std::vector<Tensor> first = tape.gradient(loss, model.trainable_weights());
+  const std::vector<Tensor> second = tape.gradient(loss, model.trainable_weights());
+  for (std::size_t k = 0; k < first.size(); ++k) EXPECT_EQ(first[k].to_vector(), second[k].to_vector());
+}
+
+TEST(GradientTape, ApplyGradientsPairsMatchTheListForm) {
+  set_random_seed(8);
+  Model a = small_mlp(), b = small_mlp();
+  b.set_weights(a.get_weights());
+  const Batch data = batch(6);
+  auto step = [&](Model& m, optimizers::OptimizerPtr opt, bool pairs) {
+    GradientTape tape;
+    Tensor loss = tape.loss(losses::SparseCategoricalCrossentropy(), data.y, tape.call(m, data.x));
+    const std::vector<VariablePtr> vars = m.trainable_weights();
+    const std::vector<Tensor> grads = tape.gradient(loss, vars);
+    if (pairs) opt->apply_gradients(optimizers::zip(grads, vars));
+    else opt->apply_gradients(vars, grads);
+  };
+  optimizers::OptimizerPtr oa = optimizers::Adam({.learning_rate = 0.01, .clipnorm = 0.05});
+  optimizers::OptimizerPtr ob = optimizers::Adam({.learning_rate = 0.01, .clipnorm = 0.05});
+  for (int s = 0; s < 3; ++s) {
+    step(a, oa, true);
+    step(b, ob, false);
+  }
+  EXPECT_EQ(oa->iterations(), 3);
+  const std::vector<Tensor> wa = a.get_weights(), wb = b.get_weights();
+  for (std::size_t k = 0; k < wa.size(); ++k) EXPECT_EQ(wa[k].to_vector(), wb[k].to_vector());
+  // A subset of the variables with their gradients, Keras' partial updates.
+  const std::vector<Tensor> before = a.get_weights();
+  GradientTape tape;
+  Tensor loss = tape.mean(tape.call(a, data.x));
+  const VariablePtr last = a.trainable_weights().back();
+  optimizers::SGD(0.5)->apply_gradients({{tape.gradient(loss, {last})[0], last}});
+  EXPECT_EQ(a.get_weights()[0].to_vector(), before[0].to_vector());
+  EXPECT_NE(a.get_weights().back().to_vector(), before.back().to_vector());
+  expect_error([&] { optimizers::zip({Tensor()}, {}); }, "1 gradients for 0 variables");
+}
+
+}  // namespace
+}  // namespace tower
