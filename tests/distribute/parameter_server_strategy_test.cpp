@@ -8,6 +8,10 @@
 //                                       epochs' losses.
 //   OneWorkerTwoShardsEqualsSynchronousAdam  the same with the variables sharded over 2 parameter servers, each
 //                                       holding Adam's slots for its shard.
+//   TwoWorkersTrainFashionMnistLikeMirrored  2 asynchronous workers, each on its half of 12000 Fashion-MNIST
+//                                       images, reach MirroredStrategy's test accuracy (2 CPU replicas, the same
+//                                       12000 images, the same batch size per update and number of updates) within
+//                                       1 point after the same epochs.
 // Without gRPC in the build they skip (saying so).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -315,6 +319,37 @@ void expect_one_worker_matches_one_process(const std::string& scenario, int ps) 
 TEST(ParameterServer, OneWorkerEqualsSynchronousSgd) { expect_one_worker_matches_one_process("sgd", 1); }
 
 TEST(ParameterServer, OneWorkerTwoShardsEqualsSynchronousAdam) { expect_one_worker_matches_one_process("adam", 2); }
+
+TEST(ParameterServer, TwoWorkersTrainFashionMnistLikeMirrored) {
+  if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian package dataset-fashion-mnist is not installed";
+  const fs::path dir = fresh_dir("fashion");
+  const ClusterRun run = run_cluster(dir, "fashion", 2, 1, "", 240);
+  expect_every_process_ended_well(run);
+  const auto report = read_report(dir / "chief.txt");
+  ASSERT_TRUE(report.count("test_accuracy")) << run.logs;
+  const double ps_accuracy = report.at("test_accuracy")[0];
+
+  distribute::MirroredStrategy mirrored({"cpu:0", "cpu:1"});
+  Model model = [&] {
+    auto scope = mirrored.scope();
+    Model m = fashion_mlp();
+    m.compile(optimizers::Adam(1e-3), losses::SparseCategoricalCrossentropy(), {metrics::SparseCategoricalAccuracy()});
+    return m;
+  }();
+  FitOptions options;
+  options.epochs = kFashionEpochs;
+  options.verbose = 0;
+  model.fit(fashion_train(0, kFashionExamples, kFashionBatch), options);
+  EvaluateOptions eval;
+  eval.verbose = 0;
+  const double mirrored_accuracy = *model.evaluate(fashion_test(), eval).get("sparse_categorical_accuracy");
+  std::cout << "[ ParameterServer ] Fashion-MNIST test accuracy after " << kFashionEpochs << " epochs: 2 workers "
+            << ps_accuracy << ", MirroredStrategy " << mirrored_accuracy << " (cluster " << run.seconds << " s)\n";
+  EXPECT_GT(mirrored_accuracy, 0.75);
+  EXPECT_NEAR(ps_accuracy, mirrored_accuracy, 0.01);
+  fs::remove_all(dir);
+}
 
 TEST(ParameterServer, FitNeedsStepsPerEpoch) {
   if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
