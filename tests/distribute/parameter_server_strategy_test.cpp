@@ -12,6 +12,10 @@
 //                                       images, reach MirroredStrategy's test accuracy (2 CPU replicas, the same
 //                                       12000 images, the same batch size per update and number of updates) within
 //                                       1 point after the same epochs.
+//   KilledWorkerDoesNotStopTraining     the chief SIGKILLs worker 1 at its 5th batch: every step still runs (on
+//                                       worker 0), fit ends normally, the chief says the worker failed.
+//   KilledParameterServerIsAClearError  the chief SIGKILLs parameter server 1 at its 5th batch: fit on the chief
+//                                       throws an error naming that parameter server; every process ends.
 // Without gRPC in the build they skip (saying so).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -348,6 +352,40 @@ TEST(ParameterServer, TwoWorkersTrainFashionMnistLikeMirrored) {
             << ps_accuracy << ", MirroredStrategy " << mirrored_accuracy << " (cluster " << run.seconds << " s)\n";
   EXPECT_GT(mirrored_accuracy, 0.75);
   EXPECT_NEAR(ps_accuracy, mirrored_accuracy, 0.01);
+  fs::remove_all(dir);
+}
+
+TEST(ParameterServer, KilledWorkerDoesNotStopTraining) {
+  if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
+  const fs::path dir = fresh_dir("kill_worker");
+  const ClusterRun run = run_cluster(dir, "kill_worker", 2, 1, "worker1", 120);
+  expect_every_process_ended_well(run, "worker1");
+  EXPECT_FALSE(fs::exists(dir / "chief0.error")) << read_file(dir / "chief0.error");
+  const auto report = read_report(dir / "chief.txt");
+  ASSERT_TRUE(report.count("batches")) << run.logs;
+  EXPECT_EQ(report.at("batches")[0], 60) << "every scheduled step ran";
+  ASSERT_EQ(report.at("loss").size(), 2u);
+  EXPECT_LT(report.at("loss")[1], report.at("loss")[0]) << "training went on";
+  const std::string chief_log = read_file(dir / "chief0.log");
+  const std::size_t said = chief_log.find("ParameterServerStrategy: worker 1 (");
+  ASSERT_NE(said, std::string::npos) << run.logs;
+  std::cout << "[ ParameterServer ] the chief said: " << chief_log.substr(said, chief_log.find('\n', said) - said)
+            << " (cluster " << run.seconds << " s)\n";
+  fs::remove_all(dir);
+}
+
+TEST(ParameterServer, KilledParameterServerIsAClearError) {
+  if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
+  const fs::path dir = fresh_dir("kill_ps");
+  const ClusterRun run = run_cluster(dir, "kill_ps", 2, 2, "ps1", 120);
+  expect_every_process_ended_well(run, "ps1");
+  ASSERT_TRUE(fs::exists(dir / "chief0.error")) << "fit on the chief did not fail\n" << run.logs;
+  const std::string error = read_file(dir / "chief0.error");
+  EXPECT_NE(error.find("ParameterServerStrategy: parameter server 1 (" + std::string("127.0.0.1:")), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("failed"), std::string::npos) << error;
+  std::cout << "[ ParameterServer ] fit on the chief threw: " << error << " (cluster " << run.seconds << " s)\n";
+  EXPECT_FALSE(fs::exists(dir / "chief.txt")) << "fit on the chief returned normally";
   fs::remove_all(dir);
 }
 
