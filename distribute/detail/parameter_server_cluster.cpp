@@ -118,12 +118,23 @@ class Mailbox {
     queue_.push_back(entry);
     changed_.notify_all();
     while (!entry->done) {
+      if (closed_ && !entry->started) {
+        entry->abandoned = true;
+        return grpc::Status(grpc::StatusCode::CANCELLED, "this process is ending");
+      }
       if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !entry->started && !entry->done) {
         entry->abandoned = true;
         return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "this process is not in fit()");
       }
     }
     return entry->status;
+  }
+
+  // Answers every request not yet started, and those to come, with CANCELLED (the process is ending).
+  void close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
   }
 
   // Ends the current (or next) serve().
@@ -174,6 +185,7 @@ class Mailbox {
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Entry>> queue_;
   std::uint64_t serves_ = 0, stops_ = 0;
+  bool closed_ = false;
 };
 
 class ParameterServerService final : public rpc::ParameterServer::Service {
@@ -231,6 +243,7 @@ class ParameterServerCluster {
       }
   }
   ~ParameterServerCluster() {
+    mailbox.close();
     if (server_) server_->Shutdown(after(1.0));
   }
   const std::string& own_address() const {
