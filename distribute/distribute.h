@@ -11,5 +11,6 @@
 #include "distribute/multi_worker_mirrored_strategy.h"
 #include "distribute/nccl_all_reduce.h"
 #include "distribute/one_device_strategy.h"
+#include "distribute/parameter_server_strategy.h"
 #include "distribute/reduction_to_one_device.h"
 #include "distribute/strategy.h"

@@ -7,8 +7,11 @@
 // A model captures the strategy whose scope is active when it is made (and again when it is compiled inside
 // a scope, as Keras' compile does); fit, evaluate, predict and train_on_batch then run on that strategy's
 // replicas wherever they are called.
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,6 +58,40 @@ class CopyUpdate {
  private:
   void* object_;
   void (*call_)(void*, const std::vector<VariablePtr>&, const std::vector<Tensor>&, optimizers::Optimizer&);
+};
+
+// Training whose steps run in other processes (ParameterServerStrategy): fit hands itself to it. Every process of
+// the cluster runs the same program and calls fit; what fit does there depends on the process's role.
+class RemoteTraining {
+ public:
+  enum class Role { coordinator, worker, ps };
+  // A step's logs: Keras' names ("loss", the metrics) with the step's values, and "size", its examples.
+  using StepLogs = std::vector<std::pair<std::string, double>>;
+  virtual ~RemoteTraining() = default;
+  virtual Role role() const = 0;
+
+  // Worker and parameter server: serves until the coordinator ends the run (end()). A worker calls `step` once
+  // for every step the coordinator schedules on it, on the thread that called serve: one training step on the
+  // worker's next batch (the model's replicas pull the variables before it and push the gradients after it),
+  // returning its logs. A parameter server ignores `step`. Throws std::runtime_error when no request comes for
+  // longer than the strategy's idle timeout (the coordinator is gone).
+  virtual void serve(const std::function<StepLogs()>& step) = 0;
+
+  // Coordinator. begin() reaches every worker and parameter server (throws std::runtime_error naming one that
+  // does not answer) and sends the model's variables to the parameter servers.
+  virtual void begin() = 0;
+  // Queues `steps` steps; idle workers take them, one at a time each, without waiting for one another.
+  virtual void schedule(std::int64_t steps) = 0;
+  // Waits for the next step to finish and returns its logs. A worker that fails has its step run again by
+  // another; throws std::runtime_error naming the parameter server when one fails, and when no worker is left.
+  virtual StepLogs next_result() = 0;
+  // Drops the queued steps that no worker has started and waits for those running.
+  virtual void cancel() = 0;
+  // Copies the parameter servers' values into the model's variables (throws naming a parameter server that
+  // does not answer).
+  virtual void pull() = 0;
+  // Ends fit on every worker and parameter server still reachable.
+  virtual void end() = 0;
 };
 
 // One model's replicas on this worker. Replicas are numbered 0 .. num_local() - 1 here; every worker sees the
@@ -105,6 +142,8 @@ class Replicas {
   // between train_on_batch calls, reach the copies at the next of these.) Nothing to do for replicas that share
   // the model's variables.
   virtual void sync_from_model() {}
+  // Non-null when fit runs through other processes (see RemoteTraining).
+  virtual RemoteTraining* remote() { return nullptr; }
 };
 
 // A strategy, as the model and the training loop see it.

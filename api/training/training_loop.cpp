@@ -702,6 +702,8 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
                                 " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
   class_weight_ = options.class_weight;
   ++class_weight_version_;
+  if (Replicas* replicas = model_.distribution() ? model_.replicas() : nullptr)
+    if (RemoteTraining* remote = replicas->remote()) return remote_fit(*remote, train, options);
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);

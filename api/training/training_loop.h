@@ -217,6 +217,12 @@ class TrainingLoop {
   Gathered& distributed_step(Replicas& replicas, const data::Element& batch, Mode mode);
   // Replicas holding their own copies of the variables take the model's (Replicas::sync_from_model).
   void sync_replicas();
+  // fit under a strategy whose steps run in other processes (remote_fit.cpp): the coordinator schedules
+  // steps_per_epoch steps per epoch on the workers and runs the callbacks on their logs; a worker runs the steps
+  // it is given on batches of `train`; a parameter server serves its variables.
+  callbacks::History remote_fit(RemoteTraining& remote, const data::Dataset& train, const FitOptions& options);
+  callbacks::History coordinate_fit(RemoteTraining& remote, const data::Dataset& train, const FitOptions& options);
+  void serve_steps(RemoteTraining& remote, const data::Dataset& train);
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
   // Stages rows [begin, end) of the batch's targets and sample weights on `device` (copied into the staged
   // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there.

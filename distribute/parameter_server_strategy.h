@@ -1,0 +1,97 @@
+#pragma once
+// ParameterServerStrategy (tf.distribute.experimental.ParameterServerStrategy with its ClusterCoordinator):
+// asynchronous training over processes that talk over gRPC. One program runs in every process of a cluster; a
+// cluster spec like TensorFlow's TF_CONFIG tells each process its role:
+//
+//   TOWER_CONFIG='{"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222", "host2:2222"],
+//                              "ps": ["host3:2222", "host4:2222"]},
+//                  "task": {"type": "worker", "index": 1}}' ./train
+//
+//   distribute::ParameterServerStrategy strategy;             // reads TOWER_CONFIG
+//   Model model = [&] {
+//     auto scope = strategy.scope();
+//     Model m = make_model();
+//     m.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy(),
+//               {metrics::SparseCategoricalAccuracy()});
+//     return m;
+//   }();
+//   FitOptions options;
+//   options.epochs = 5;
+//   options.steps_per_epoch = 200;                            // required, as TensorFlow requires it
+//   model.fit(worker_dataset, options);                       // every role calls fit
+//
+// Roles (fit returns on every process when the coordinator's fit ends):
+// - "ps" (parameter server): holds a shard of the model's variables, round robin over the parameter servers
+//   (variable k of the model's weights() on parameter server k % number of parameter servers, TensorFlow's
+//   placement without a partitioner), and the optimizer's slots for them. It applies its optimizer (the one
+//   given to compile, with the variables' regularizers) to its shard whenever a worker pushes gradients, one push
+//   at a time in arrival order, and takes the values a step gave the non-trainable variables of its shard.
+// - "worker": runs the steps the coordinator schedules on it: pulls every variable from the parameter servers,
+//   runs forward and backward on the next batch of the dataset given to its fit (repeated when it runs out; shard
+//   or shuffle it per worker with task_index(), as TensorFlow's dataset_fn does), pushes the gradients to the
+//   parameter servers and returns the step's loss and metrics. Workers never wait for one another.
+// - "chief" (the coordinator): at the start of fit sends its model's variables to the parameter servers, then
+//   queues steps_per_epoch steps per epoch; each idle worker takes the next one. Callbacks see each step's logs
+//   as it finishes (losses and metrics are means over the epoch's finished steps, weighted by their examples),
+//   and at the end of every epoch the model's variables take the parameter servers' values, so validation,
+//   checkpoints and evaluate after fit run on the chief with the trained variables. Only the chief writes files
+//   and logs.
+//
+// Failures. Every call has a deadline. A worker that fails (its process died, or a step did not finish within
+// step_timeout_seconds) is dropped and its step runs on another worker; training goes on while one worker is
+// left. A parameter server that fails ends fit on the chief with std::runtime_error naming it ("parameter server
+// 1 (host4:2222)"); workers and parameter servers still reachable end their fit too. A worker or parameter server
+// that hears nothing for idle_timeout_seconds (the chief is gone) ends its fit with std::runtime_error.
+//
+// num_replicas_in_sync() is 1: each worker's step takes one whole batch, as TensorFlow's on a CPU worker.
+#include <string>
+#include <vector>
+
+#include "distribute/strategy.h"
+
+namespace tower::distribute {
+
+// TensorFlow's ClusterSpec with the process's own task.
+struct ClusterSpec {
+  std::vector<std::string> chief;   // the coordinator: exactly one "host:port" (it listens on none)
+  std::vector<std::string> worker;  // "host:port" each, at least one
+  std::vector<std::string> ps;      // "host:port" each, at least one
+  std::string task_type;            // "chief", "worker" or "ps"
+  int task_index = 0;
+
+  // TF_CONFIG's JSON: {"cluster": {"chief": [...], "worker": [...], "ps": [...]}, "task": {"type": ..., "index":
+  // ...}}. Throws std::invalid_argument naming the key that is missing or wrong.
+  static ClusterSpec from_json(const std::string& json);
+  // from_json of the environment variable TOWER_CONFIG; throws std::invalid_argument when it is not set.
+  static ClusterSpec from_environment();
+  // Throws std::invalid_argument for a missing role, an unknown task type or a task index out of range.
+  void validate() const;
+};
+
+struct ParameterServerOptions {
+  // Deadline of every call between the processes but a step (seconds > 0).
+  double rpc_timeout_seconds = 60;
+  // Deadline of one step on a worker, its pulls and pushes included; a worker that misses it counts as failed.
+  double step_timeout_seconds = 300;
+  // How long the chief waits at the start of fit for every worker and parameter server to answer.
+  double connect_timeout_seconds = 60;
+  // How long a worker or parameter server waits for its next request in fit before it gives up.
+  double idle_timeout_seconds = 600;
+};
+
+class ParameterServerStrategy : public Strategy {
+ public:
+  // Parameter servers and workers start serving at once (on their address's port). Throws std::runtime_error
+  // when this build has no gRPC or a server cannot listen on its address, std::invalid_argument for a bad spec
+  // or options.
+  explicit ParameterServerStrategy(ClusterSpec cluster = ClusterSpec::from_environment(),
+                                   ParameterServerOptions options = {});
+  // "chief", "worker" or "ps", and the index among those.
+  const std::string& task_type() const;
+  int task_index() const;
+};
+
+// True when this build of Tower has gRPC (ParameterServerStrategy can work).
+bool grpc_available();
+
+}  // namespace tower::distribute
