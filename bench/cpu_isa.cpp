@@ -1,12 +1,15 @@
 // The instruction set oneDNN's kernels use on this machine (after ONEDNN_MAX_CPU_ISA), its version, and the
-// widest vector clone Tower's own loops run (api/backend/cpu/loops.h), so that every benchmark result names
-// them. Prints one line; bench/train.sh and bench/layers.sh print it above their tables.
+// vector clone Tower's own loops run (api/backend/cpu/loops.h; a backend built with
+// -DTOWER_VECTOR_CLONES_UP_TO_AVX2 has no AVX-512 clone), so that every benchmark result names them. Prints one
+// line; bench/train.sh, bench/layers.sh and bench/onednn_versions.sh print it above their tables.
 //   bench_cpu_isa
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "api/backend/cpu/cpu_backend.h"
 
 namespace {
 
@@ -28,18 +31,6 @@ std::string isa_name(dnnl_cpu_isa_t isa) {
   }
 }
 
-// The clone GCC's target_clones resolver picks for TOWER_VECTOR_CLONES functions.
-const char* tower_loops_isa() {
-#if defined(__x86_64__) && !defined(__clang__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4 (AVX-512)";
-  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3 (AVX2)";
-  return "x86-64 baseline";
-#else
-  return "baseline (no clones on this compiler)";
-#endif
-}
-
 }  // namespace
 
 int main() {
@@ -47,6 +38,6 @@ int main() {
   const char* limit = std::getenv("ONEDNN_MAX_CPU_ISA");
   std::printf("oneDNN %d.%d.%d isa: %s%s%s; Tower loops: %s\n", v->major, v->minor, v->patch,
               isa_name(dnnl_get_effective_cpu_isa()).c_str(), limit ? ", ONEDNN_MAX_CPU_ISA=" : "",
-              limit ? limit : "", tower_loops_isa());
+              limit ? limit : "", tower::backend::cpu::vector_loops_isa());
   return 0;
 }
