@@ -19,8 +19,8 @@ using math::Span;
 // NHWC pooling, one image row at a time: the rows are split over the OpenMP threads and every loop over a pixel's
 // channels is vectorised. Each function below computes, for all channels of one pixel, what the functor of the
 // same name in math/pooling.h computes for one element, in the same order and with the same operations, so the
-// CPU and CUDA backends give the same bits (oneDNN 2.6's pooling was a scalar loop on AVX2: 4 ms a call in the
-// convnet's forward).
+// CPU and CUDA backends give the same bits (oneDNN 2.6's NHWC pooling took about as long as the convolutions in
+// the convnet's step on AVX2, and three times as long as this kernel; bench/RESULTS.md).
 
 // MaxPool2D over output row (n, oh); argmax (null in inference) receives each maximum's flat input index.
 TOWER_VECTOR_CLONES void max_pool_row(const Pool2DParams& p, const float* x, float* y, Index* argmax, Index n,
