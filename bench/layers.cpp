@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       {"depthwise_conv2d_3x3", {16, 56, 56, 144}, [] { return LayerPtr(layers::DepthwiseConv2D({.kernel_size = 3, .padding = "same", .use_bias = false})); }},
       {"batch_normalization", {16, 56, 56, 144}, [] { return LayerPtr(layers::BatchNormalization({.momentum = 0.999, .epsilon = 1e-3})); }},
       {"dense", {64, 1280}, [] { return LayerPtr(layers::Dense({.units = 1000})); }},
+      {"max_pooling2d", {128, 26, 26, 32}, [] { return LayerPtr(layers::MaxPooling2D()); }},  // the convnet's first
   };
   for (const Case& c : cases) {
     LayerPtr layer = c.make();

@@ -7,7 +7,8 @@ export OMP_NUM_THREADS=$threads
 here=$(dirname "$0")
 tower=$("$build/bin/bench_layers" 20)
 torch=$(python3 "$here/layers_torch.py" 20)
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, threads=$threads, $(date -u +%F)"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$threads, $(date -u +%F)"
+echo "$("$build/bin/bench_cpu_isa"); PyTorch isa: $(python3 -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
 python3 - "$tower" "$torch" <<'PY'
 import json, sys
 t = {d["layer"]: d["ms"] for d in map(json.loads, sys.argv[1].splitlines())}

@@ -22,6 +22,7 @@ def cases():
     yield "depthwise_conv2d_3x3", torch.nn.Conv2d(144, 144, 3, padding=1, groups=144, bias=False).to(memory_format=cl), (16, 144, 56, 56)
     yield "batch_normalization", torch.nn.BatchNorm2d(144, eps=1e-3, momentum=0.001), (16, 144, 56, 56)
     yield "dense", torch.nn.Linear(1280, 1000), (64, 1280)
+    yield "max_pooling2d", torch.nn.MaxPool2d(2), (128, 32, 26, 26)
 
 
 for name, module, shape in cases():

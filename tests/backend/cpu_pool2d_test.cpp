@@ -1,7 +1,8 @@
-// The CPU (oneDNN) Pool2DOp against naive NHWC loops: max and exclude-padding average pooling, forward in
-// training and inference mode and backward, for valid, symmetric and asymmetric 'same' padding, non-square
-// windows and strides, strides larger than the window, and odd channel counts. Max-pooling inputs are
-// distinct values so each window has one argmax.
+// The CPU Pool2DOp (cpu/cpu_pool2d.cpp) against naive NHWC loops: max and exclude-padding average pooling, forward
+// in training and inference mode and backward, for valid, symmetric and asymmetric 'same' padding, non-square
+// windows and strides, strides larger than the window, and odd channel counts (distinct max-pooling inputs, so
+// each window has one argmax). Then ties against the functors the CUDA backend runs (bit for bit), the same bits
+// on one and two threads, and the gradients against finite differences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "api/backend/backend.h"
+#include "api/backend/math/pooling.h"
 #include "api/core/random.h"
 #include "backend/backend_testing.h"
 
@@ -188,6 +190,133 @@ TEST(CpuPool2DOp, EmptyBatchIsANoOp) {
   auto op = get(Device::cpu()).make_pool2d(p);
   op->forward(nullptr, nullptr, true);
   op->backward(nullptr, nullptr);
+}
+
+// Max pooling over few distinct values (many ties) and average pooling, on odd sizes, overlapping and skipping
+// windows and channel counts that are no multiple of a vector: the CPU kernel gives exactly the bits of the
+// functors of math/pooling.h run element by element (what the CUDA backend runs), ties going to the first
+// element in row-major window order.
+TEST(CpuPool2DOp, MatchesTheFunctorsBitForBitTiesIncluded) {
+  const auto params = [](PoolKind kind, Index channels, int pool, int stride, int pad_a, int pad_b) {
+    return with_out({.kind = kind,
+                     .batch = 3,
+                     .in_h = 9,
+                     .in_w = 11,
+                     .channels = channels,
+                     .pool_h = pool,
+                     .pool_w = pool,
+                     .stride_h = stride,
+                     .stride_w = stride,
+                     .pad_top = pad_a,
+                     .pad_bottom = pad_b,
+                     .pad_left = pad_b,
+                     .pad_right = pad_a});
+  };
+  for (const PoolKind kind : {PoolKind::max, PoolKind::average})
+    for (const Pool2DParams& p : {params(kind, 37, 3, 1, 1, 1), params(kind, 67, 3, 2, 0, 1),
+                                  params(kind, 5, 2, 2, 0, 1), params(kind, 17, 2, 3, 0, 0)}) {
+      SCOPED_TRACE(math::describe_pool2d(p));
+      std::vector<float> x = random_values(x_size(p), 7);
+      if (kind == PoolKind::max)
+        for (float& v : x) v = std::round(v);  // -1, 0 and 1 only: most windows tie
+      const std::vector<float> dy = random_values(y_size(p), 8);
+      std::vector<float> y(static_cast<std::size_t>(y_size(p))), dx(x.size());
+      std::vector<Index> argmax(y.size());
+      if (kind == PoolKind::max) {
+        for (Index i = 0; i < y_size(p); ++i) math::MaxPool2D{p, x.data(), y.data(), argmax.data()}(i);
+        for (Index i = 0; i < x_size(p); ++i) math::MaxPool2DBackward{p, dy.data(), argmax.data(), dx.data()}(i);
+      } else {
+        for (Index i = 0; i < y_size(p); ++i) math::AveragePool2D{p, x.data(), y.data()}(i);
+        for (Index i = 0; i < x_size(p); ++i) math::AveragePool2DBackward{p, dy.data(), dx.data()}(i);
+      }
+      auto op = get(Device::cpu()).make_pool2d(p);
+      std::vector<float> y_cpu(y.size(), 99.f), y_inference(y.size(), 99.f), dx_cpu(x.size(), 99.f);
+      op->forward(x.data(), y_inference.data(), false);
+      op->forward(x.data(), y_cpu.data(), true);
+      op->backward(dy.data(), dx_cpu.data());
+      EXPECT_EQ(y_inference, y);
+      EXPECT_EQ(y_cpu, y);
+      EXPECT_EQ(dx_cpu, dx);
+    }
+}
+
+// Big enough to be split over the threads: each row is computed by one thread in one order, so the bits do not
+// depend on the thread count.
+TEST(CpuPool2DOp, SameBitsOnOneAndTwoThreads) {
+  const int threads = num_threads();
+  for (const PoolKind kind : {PoolKind::max, PoolKind::average}) {
+    const Pool2DParams p = with_out({.kind = kind,
+                                     .batch = 5,
+                                     .in_h = 29,
+                                     .in_w = 27,
+                                     .channels = 33,
+                                     .pool_h = 3,
+                                     .pool_w = 3,
+                                     .stride_h = 2,
+                                     .stride_w = 2,
+                                     .pad_top = 1,
+                                     .pad_bottom = 1,
+                                     .pad_left = 1,
+                                     .pad_right = 1});
+    const std::vector<float> x = random_values(x_size(p), 9), dy = random_values(y_size(p), 10);
+    std::vector<std::vector<float>> ys, dxs;
+    for (const int t : {1, 2}) {
+      set_num_threads(t);
+      auto op = get(Device::cpu()).make_pool2d(p);
+      ys.emplace_back(static_cast<std::size_t>(y_size(p)));
+      dxs.emplace_back(x.size());
+      op->forward(x.data(), ys.back().data(), true);
+      op->backward(dy.data(), dxs.back().data());
+    }
+    set_num_threads(threads);
+    EXPECT_EQ(ys[0], ys[1]);
+    EXPECT_EQ(dxs[0], dxs[1]);
+  }
+}
+
+// dx against central differences of L = sum(y * r): pooling is piecewise linear, and distinct max-pooling inputs
+// 0.05 apart keep every argmax in place under a step of 1e-3.
+TEST(CpuPool2DOp, GradientsMatchFiniteDifferences) {
+  for (const PoolKind kind : {PoolKind::max, PoolKind::average}) {
+    const Pool2DParams p = with_out({.kind = kind,
+                                     .batch = 2,
+                                     .in_h = 5,
+                                     .in_w = 6,
+                                     .channels = 3,
+                                     .pool_h = 3,
+                                     .pool_w = 2,
+                                     .stride_h = 2,
+                                     .stride_w = 1,
+                                     .pad_top = 1,
+                                     .pad_bottom = 1,
+                                     .pad_left = 0,
+                                     .pad_right = 1});
+    SCOPED_TRACE(math::describe_pool2d(p));
+    std::vector<float> x = distinct_values(x_size(p), 11);
+    const std::vector<float> r = random_values(y_size(p), 12);
+    auto op = get(Device::cpu()).make_pool2d(p);
+    std::vector<float> y(r.size()), dx(x.size());
+    const auto loss = [&] {
+      op->forward(x.data(), y.data(), true);
+      double l = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
+      return l;
+    };
+    loss();
+    op->backward(r.data(), dx.data());
+    const float step = 1e-3f;
+    std::vector<float> numeric(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float saved = x[i];
+      x[i] = saved + step;
+      const double up = loss();
+      x[i] = saved - step;
+      const double down = loss();
+      x[i] = saved;
+      numeric[i] = static_cast<float>((up - down) / (2.0 * step));
+    }
+    backend_testing::expect_close(dx, numeric, "dx", 2e-3f);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The pooling functors of api/backend/math/pooling.h, which the CUDA backend runs in its kernels, run here in host
-// loops and compared with the CPU backend's oneDNN pooling: max and average, forward and backward, on odd shapes
-// with 2x2 and 3x3 windows, strides 1 and 2 and Keras' "valid" and "same" padding (asymmetric where the total is
-// odd). Max-pooling inputs are distinct values, so each window has one argmax.
+// loops and compared bit for bit with the CPU backend's pooling (cpu/cpu_pool2d.cpp): max and average, forward
+// and backward, on odd shapes with 2x2 and 3x3 windows, strides 1 and 2 and Keras' "valid" and "same" padding
+// (asymmetric where the total is odd). Max-pooling inputs are distinct values, so each window has one argmax.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,10 +19,6 @@ namespace tower::backend {
 namespace {
 
 using namespace backend_testing;
-
-void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
-  backend_testing::expect_close(actual, expected, what, 1e-6f);
-}
 
 // The parameters Keras' MaxPooling2D / AveragePooling2D pass for a square window and stride on [2, in_h, in_w, 5]:
 // "same" pads (out - 1) * stride + pool - in in total, the odd one at the bottom/right.
@@ -87,7 +83,7 @@ TEST(PoolingFunctors, MaxForwardAndBackwardMatchTheCpuBackend) {
     op->forward(x.data(), y_cpu.data(), true);
     op->backward(dy.data(), dx_cpu.data());
     EXPECT_EQ(y, y_cpu);
-    expect_close(dx, dx_cpu, "dx");
+    EXPECT_EQ(dx, dx_cpu);
   }
 }
 
@@ -103,8 +99,8 @@ TEST(PoolingFunctors, AverageForwardAndBackwardMatchTheCpuBackend) {
     std::vector<float> y_cpu(y.size()), dx_cpu(x.size());
     op->forward(x.data(), y_cpu.data(), true);
     op->backward(dy.data(), dx_cpu.data());
-    expect_close(y, y_cpu, "y");
-    expect_close(dx, dx_cpu, "dx");
+    EXPECT_EQ(y, y_cpu);
+    EXPECT_EQ(dx, dx_cpu);
   }
 }
 

@@ -270,6 +270,17 @@ void CpuBackend::global_pool_backward(PoolKind kind, const float* x, const float
       kParallelGrain / std::max<Index>(positions * c, 1));
 }
 
+const char* vector_loops_isa() {
+#if defined(__x86_64__) && !defined(__clang__)
+  __builtin_cpu_init();
+#ifndef TOWER_VECTOR_CLONES_UP_TO_AVX2
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4 (AVX-512)";
+#endif
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3 (AVX2)";
+#endif
+  return "x86-64 baseline";
+}
+
 void CpuBackend::sum(const float* x, float* y, Index n) {
   double s = 0.0;
 #pragma omp parallel for reduction(+ : s) if (n > kParallelGrain)

@@ -1,5 +1,6 @@
 #pragma once
-// The CPU backend: oneDNN for convolution, pooling, batch normalisation and GEMM; OpenMP loops for the rest.
+// The CPU backend: oneDNN for convolution, batch normalisation and GEMM; OpenMP loops (pooling among them) for
+// the rest.
 #include "api/backend/backend.h"
 
 namespace tower::backend::cpu {
@@ -94,5 +95,10 @@ void column_sums(const float* dy, float* db, Index rows, Index cols);
 // The oneDNN CPU engine and stream shared by every CPU op (oneDNN primitives run on one stream here).
 struct DnnlContext;
 DnnlContext& dnnl_context();
+
+// The instruction set the CPU backend's own vectorised loops run on this machine: the clone of TOWER_VECTOR_CLONES
+// (cpu/loops.h) the loader picked, "x86-64-v4 (AVX-512)", "x86-64-v3 (AVX2)" or "x86-64 baseline". bench_cpu_isa
+// prints it beside oneDNN's.
+const char* vector_loops_isa();
 
 }  // namespace tower::backend::cpu

@@ -1,116 +1,189 @@
 #include "api/backend/cpu/cpu_backend.h"
 
+#include <memory>
 #include <stdexcept>
-#include <string>
-#include <unordered_map>
+#include <vector>
 
-#include "api/backend/cpu/dnnl_context.h"
+#include "api/backend/cpu/loops.h"
+#include "api/backend/math/pooling.h"
 
 namespace tower::backend::cpu {
 
 namespace {
 
-using dnnl::algorithm;
-using dnnl::memory;
-using dnnl::prop_kind;
+using math::covering_windows;
+using math::nhwc;
+using math::pool_window;
+using math::Span;
 
-void* handle(const float* p) { return const_cast<float*>(p); }
+// NHWC pooling, one image row at a time: the rows are split over the OpenMP threads and every loop over a pixel's
+// channels is vectorised. Each function below computes, for all channels of one pixel, what the functor of the
+// same name in math/pooling.h computes for one element, in the same order and with the same operations, so the
+// CPU and CUDA backends give the same bits (oneDNN 2.6's NHWC pooling took about as long as the convolutions in
+// the convnet's step on AVX2, and three times as long as this kernel; bench/RESULTS.md).
 
-std::string describe(const Pool2DParams& p) {
-  return std::string(p.kind == PoolKind::max ? "max" : "average") + " pooling of [" + std::to_string(p.batch) + ", " +
-         std::to_string(p.in_h) + ", " + std::to_string(p.in_w) + ", " + std::to_string(p.channels) + "] to " +
-         std::to_string(p.out_h) + "x" + std::to_string(p.out_w) + " with pool " + std::to_string(p.pool_h) + "x" +
-         std::to_string(p.pool_w) + ", strides " + std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) +
-         ", padding t" + std::to_string(p.pad_top) + " b" + std::to_string(p.pad_bottom) + " l" +
-         std::to_string(p.pad_left) + " r" + std::to_string(p.pad_right);
-}
-
-// The output size the window geometry implies; it must equal the requested one.
-Index implied_size(Index in, int pool, int stride, int pad_a, int pad_b) {
-  return (in + pad_a + pad_b - pool) / stride + 1;
-}
-
-class DnnlPool2D final : public Pool2DOp {
- public:
-  explicit DnnlPool2D(const Pool2DParams& p) : is_max_(p.kind == PoolKind::max), empty_(p.batch == 0) {
-    if (empty_) return;  // a replica without examples: nothing to compute
-    DnnlContext& ctx = dnnl_context();
-    // oneDNN takes logical NCHW dimensions; the nhwc tag gives Tower's channels-last memory.
-    const memory::desc src({p.batch, p.channels, p.in_h, p.in_w}, memory::data_type::f32, memory::format_tag::nhwc);
-    const memory::desc dst({p.batch, p.channels, p.out_h, p.out_w}, memory::data_type::f32, memory::format_tag::nhwc);
-    const memory::dims strides{p.stride_h, p.stride_w}, kernel{p.pool_h, p.pool_w};
-    const memory::dims pad_l{p.pad_top, p.pad_left}, pad_r{p.pad_bottom, p.pad_right};
-    // Exclude-padding average: each window divides by its count of real elements (TF/Keras "same").
-    const algorithm alg = is_max_ ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
-
-    const dnnl::pooling_forward::primitive_desc train_pd(
-        {prop_kind::forward_training, alg, src, dst, strides, kernel, pad_l, pad_r}, ctx.engine);
-    const dnnl::pooling_forward::primitive_desc infer_pd(
-        {prop_kind::forward_inference, alg, src, dst, strides, kernel, pad_l, pad_r}, ctx.engine);
-    const dnnl::pooling_backward::primitive_desc back_pd({alg, src, dst, strides, kernel, pad_l, pad_r}, ctx.engine,
-                                                         train_pd);
-    train_ = dnnl::pooling_forward(train_pd);
-    infer_ = dnnl::pooling_forward(infer_pd);
-    back_ = dnnl::pooling_backward(back_pd);
-
-    x_ = memory(src, ctx.engine, DNNL_MEMORY_NONE);
-    dx_ = memory(src, ctx.engine, DNNL_MEMORY_NONE);
-    y_ = memory(dst, ctx.engine, DNNL_MEMORY_NONE);
-    dy_ = memory(dst, ctx.engine, DNNL_MEMORY_NONE);
-    infer_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}};
-    train_args_ = infer_args_;
-    back_args_ = {{DNNL_ARG_DIFF_DST, dy_}, {DNNL_ARG_DIFF_SRC, dx_}};
-    if (is_max_) {
-      workspace_ = memory(train_pd.workspace_desc(), ctx.engine);  // the argmax, owned by the op
-      train_args_.insert({DNNL_ARG_WORKSPACE, workspace_});
-      back_args_.insert({DNNL_ARG_WORKSPACE, workspace_});
+// MaxPool2D over output row (n, oh); argmax (null in inference) receives each maximum's flat input index.
+TOWER_VECTOR_CLONES void max_pool_row(const Pool2DParams& p, const float* x, float* y, Index* argmax, Index n,
+                                      Index oh) {
+  const Index c_size = p.channels;
+  const Span rows = pool_window(oh, p.pool_h, p.stride_h, p.pad_top, p.in_h);
+  for (Index ow = 0; ow < p.out_w; ++ow) {
+    const Span cols = pool_window(ow, p.pool_w, p.stride_w, p.pad_left, p.in_w);
+    const Index o = nhwc(n, oh, ow, 0, p.out_h, p.out_w, c_size);
+    const Index first = nhwc(n, rows.begin, cols.begin, 0, p.in_h, p.in_w, c_size);
+    float* best = y + o;
+#pragma omp simd
+    for (Index c = 0; c < c_size; ++c) best[c] = x[first + c];
+    if (argmax) {
+      Index* arg = argmax + o;
+#pragma omp simd
+      for (Index c = 0; c < c_size; ++c) arg[c] = first + c;
+      for (Index h = rows.begin; h < rows.end; ++h)
+        for (Index w = cols.begin; w < cols.end; ++w) {
+          const Index j = nhwc(n, h, w, 0, p.in_h, p.in_w, c_size);
+#pragma omp simd
+          for (Index c = 0; c < c_size; ++c) {
+            const float v = x[j + c];
+            const bool larger = v > best[c];
+            best[c] = larger ? v : best[c];
+            arg[c] = larger ? j + c : arg[c];
+          }
+        }
+    } else {
+      for (Index h = rows.begin; h < rows.end; ++h)
+        for (Index w = cols.begin; w < cols.end; ++w) {
+          const float* in = x + nhwc(n, h, w, 0, p.in_h, p.in_w, c_size);
+#pragma omp simd
+          for (Index c = 0; c < c_size; ++c) best[c] = in[c] > best[c] ? in[c] : best[c];
+        }
     }
   }
+}
+
+// AveragePool2D over output row (n, oh).
+TOWER_VECTOR_CLONES void average_pool_row(const Pool2DParams& p, const float* x, float* y, Index n, Index oh) {
+  const Index c_size = p.channels;
+  const Span rows = pool_window(oh, p.pool_h, p.stride_h, p.pad_top, p.in_h);
+  for (Index ow = 0; ow < p.out_w; ++ow) {
+    const Span cols = pool_window(ow, p.pool_w, p.stride_w, p.pad_left, p.in_w);
+    float* sum = y + nhwc(n, oh, ow, 0, p.out_h, p.out_w, c_size);
+#pragma omp simd
+    for (Index c = 0; c < c_size; ++c) sum[c] = 0.f;
+    for (Index h = rows.begin; h < rows.end; ++h)
+      for (Index w = cols.begin; w < cols.end; ++w) {
+        const float* in = x + nhwc(n, h, w, 0, p.in_h, p.in_w, c_size);
+#pragma omp simd
+        for (Index c = 0; c < c_size; ++c) sum[c] += in[c];
+      }
+    const float count = static_cast<float>((rows.end - rows.begin) * (cols.end - cols.begin));
+#pragma omp simd
+    for (Index c = 0; c < c_size; ++c) sum[c] = sum[c] / count;
+  }
+}
+
+// MaxPool2DBackward over input row (n, h): each input gathers dy from the windows whose argmax it is.
+TOWER_VECTOR_CLONES void max_pool_backward_row(const Pool2DParams& p, const float* dy, const Index* argmax,
+                                               float* dx, Index n, Index h) {
+  const Index c_size = p.channels;
+  const Span rows = covering_windows(h, p.pool_h, p.stride_h, p.pad_top, p.out_h);
+  for (Index w = 0; w < p.in_w; ++w) {
+    const Span cols = covering_windows(w, p.pool_w, p.stride_w, p.pad_left, p.out_w);
+    const Index i = nhwc(n, h, w, 0, p.in_h, p.in_w, c_size);
+    float* sum = dx + i;
+#pragma omp simd
+    for (Index c = 0; c < c_size; ++c) sum[c] = 0.f;
+    for (Index oh = rows.begin; oh < rows.end; ++oh)
+      for (Index ow = cols.begin; ow < cols.end; ++ow) {
+        const Index o = nhwc(n, oh, ow, 0, p.out_h, p.out_w, c_size);
+        // Adding 0 where the functor adds nothing leaves the sum's bits alone: it starts at +0 and never
+        // becomes -0.
+#pragma omp simd
+        for (Index c = 0; c < c_size; ++c) sum[c] += argmax[o + c] == i + c ? dy[o + c] : 0.f;
+      }
+  }
+}
+
+// AveragePool2DBackward over input row (n, h).
+TOWER_VECTOR_CLONES void average_pool_backward_row(const Pool2DParams& p, const float* dy, float* dx, Index n,
+                                                   Index h) {
+  const Index c_size = p.channels;
+  const Span rows = covering_windows(h, p.pool_h, p.stride_h, p.pad_top, p.out_h);
+  for (Index w = 0; w < p.in_w; ++w) {
+    const Span cols = covering_windows(w, p.pool_w, p.stride_w, p.pad_left, p.out_w);
+    float* sum = dx + nhwc(n, h, w, 0, p.in_h, p.in_w, c_size);
+#pragma omp simd
+    for (Index c = 0; c < c_size; ++c) sum[c] = 0.f;
+    for (Index oh = rows.begin; oh < rows.end; ++oh) {
+      const Span window_rows = pool_window(oh, p.pool_h, p.stride_h, p.pad_top, p.in_h);
+      for (Index ow = cols.begin; ow < cols.end; ++ow) {
+        const Span window_cols = pool_window(ow, p.pool_w, p.stride_w, p.pad_left, p.in_w);
+        const float count =
+            static_cast<float>((window_rows.end - window_rows.begin) * (window_cols.end - window_cols.begin));
+        const float* g = dy + nhwc(n, oh, ow, 0, p.out_h, p.out_w, c_size);
+#pragma omp simd
+        for (Index c = 0; c < c_size; ++c) sum[c] += g[c] / count;
+      }
+    }
+  }
+}
+
+// row(n, r) for every image n and row r < rows_per_image, split over the OpenMP threads when the pass touches
+// more than kParallelGrain elements.
+template <class Row>
+void for_each_row(Index batch, Index rows_per_image, Index elements, const Row& row) {
+  const Index rows = batch * rows_per_image;
+#pragma omp parallel for schedule(static) if (elements > kParallelGrain)
+  for (Index r = 0; r < rows; ++r) row(r / rows_per_image, r % rows_per_image);
+}
+
+// Max pooling keeps the flat input index of each window's maximum from a training forward (argmax, owned by the
+// op), as the CUDA backend does; both backwards gather over the windows covering each input element.
+class CpuPool2D final : public Pool2DOp {
+ public:
+  explicit CpuPool2D(const Pool2DParams& p)
+      : p_(p),
+        x_size_(p.batch * p.in_h * p.in_w * p.channels),
+        y_size_(p.batch * p.out_h * p.out_w * p.channels),
+        argmax_(p.kind == PoolKind::max ? static_cast<std::size_t>(y_size_) : 0) {}
 
   void forward(const float* x, float* y, bool training) override {
-    if (training) has_workspace_ = true;
-    if (empty_) return;
-    x_.set_data_handle(handle(x));
-    y_.set_data_handle(y);
-    run(training ? train_ : infer_, training ? train_args_ : infer_args_);
+    if (training) has_argmax_ = true;
+    const Pool2DParams& p = p_;
+    const Index work = x_size_ + y_size_;
+    if (p.kind == PoolKind::average) {
+      for_each_row(p.batch, p.out_h, work, [&](Index n, Index oh) { average_pool_row(p, x, y, n, oh); });
+      return;
+    }
+    Index* argmax = training ? argmax_.data() : nullptr;
+    for_each_row(p.batch, p.out_h, work, [&](Index n, Index oh) { max_pool_row(p, x, y, argmax, n, oh); });
   }
 
   void backward(const float* dy, float* dx) override {
-    if (is_max_ && !has_workspace_)
-      throw std::logic_error("max pooling backward needs a preceding forward with training = true");
-    if (empty_) return;
-    dy_.set_data_handle(handle(dy));
-    dx_.set_data_handle(dx);
-    run(back_, back_args_);
+    const Pool2DParams& p = p_;
+    const Index work = x_size_ + y_size_;
+    if (p.kind == PoolKind::average) {
+      for_each_row(p.batch, p.in_h, work, [&](Index n, Index h) { average_pool_backward_row(p, dy, dx, n, h); });
+      return;
+    }
+    if (!has_argmax_)
+      throw std::logic_error(math::describe_pool2d(p) + " backward needs a preceding forward with training = true");
+    const Index* argmax = argmax_.data();
+    for_each_row(p.batch, p.in_h, work, [&](Index n, Index h) { max_pool_backward_row(p, dy, argmax, dx, n, h); });
   }
 
  private:
-  static void run(const dnnl::primitive& prim, const std::unordered_map<int, memory>& args) {
-    dnnl::stream& stream = dnnl_context().stream;
-    prim.execute(stream, args);
-    stream.wait();
-  }
-
-  bool is_max_, empty_;
-  bool has_workspace_ = false;
-  dnnl::pooling_forward train_, infer_;
-  dnnl::pooling_backward back_;
-  memory x_, y_, dy_, dx_, workspace_;
-  std::unordered_map<int, memory> train_args_, infer_args_, back_args_;
+  Pool2DParams p_;
+  Index x_size_, y_size_;
+  std::vector<Index> argmax_;
+  bool has_argmax_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<Pool2DOp> CpuBackend::make_pool2d(const Pool2DParams& p) {
-  const bool positive = p.batch >= 0 && p.in_h > 0 && p.in_w > 0 && p.channels > 0 && p.out_h > 0 && p.out_w > 0 &&
-                        p.pool_h > 0 && p.pool_w > 0 && p.stride_h > 0 && p.stride_w > 0;
-  const bool pads_ok = p.pad_top >= 0 && p.pad_bottom >= 0 && p.pad_left >= 0 && p.pad_right >= 0 &&
-                       p.pad_top < p.pool_h && p.pad_bottom < p.pool_h && p.pad_left < p.pool_w &&
-                       p.pad_right < p.pool_w;
-  if (!positive || !pads_ok || implied_size(p.in_h, p.pool_h, p.stride_h, p.pad_top, p.pad_bottom) != p.out_h ||
-      implied_size(p.in_w, p.pool_w, p.stride_w, p.pad_left, p.pad_right) != p.out_w)
-    throw std::invalid_argument("inconsistent pooling parameters: " + describe(p));
-  return std::make_unique<DnnlPool2D>(p);
+  if (!math::pool2d_params_valid(p))
+    throw std::invalid_argument("inconsistent pooling parameters: " + math::describe_pool2d(p));
+  return std::make_unique<CpuPool2D>(p);
 }
 
 }  // namespace tower::backend::cpu

@@ -12,9 +12,15 @@ namespace tower::backend::cpu {
 // library is built for, the best clone picked when the library loads. All clones give bitwise the same results:
 // the library is built with -ffp-contract=off, so no clone fuses a multiply-add, and vector arithmetic, sqrt and
 // division round like scalar. GCC only: Clang (14) does not clone function templates, so it builds the baseline.
+// Building with -DTOWER_VECTOR_CLONES_UP_TO_AVX2 leaves the AVX-512 clone out, so that an AVX-512 machine runs
+// the loops an AVX2-only machine runs (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's kernels; bench/RESULTS.md).
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(__clang__)
 #if __has_attribute(target_clones)
+#ifdef TOWER_VECTOR_CLONES_UP_TO_AVX2
+#define TOWER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
 #define TOWER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 #endif
 #endif
 #ifndef TOWER_VECTOR_CLONES

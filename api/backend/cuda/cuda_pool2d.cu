@@ -11,15 +11,6 @@ namespace tower::backend::cuda {
 
 namespace {
 
-std::string describe(const Pool2DParams& p) {
-  const auto s = [](int v) { return std::to_string(v); };
-  std::string text = p.kind == PoolKind::max ? "MaxPool2D " : "AveragePool2D ";
-  text += Shape{p.batch, p.in_h, p.in_w, p.channels}.to_string();
-  text += " -> " + Shape{p.batch, p.out_h, p.out_w, p.channels}.to_string();
-  return text + ", pool " + s(p.pool_h) + "x" + s(p.pool_w) + ", strides " + s(p.stride_h) + "x" + s(p.stride_w) +
-         ", padding (" + s(p.pad_top) + ", " + s(p.pad_bottom) + ", " + s(p.pad_left) + ", " + s(p.pad_right) + ")";
-}
-
 // Max pooling keeps the flat input index of each window's maximum from a training forward (argmax, owned by the
 // op); both backwards gather over the windows covering each input element (math/pooling.h).
 class CudaPool2D final : public Pool2DOp {
@@ -29,8 +20,8 @@ class CudaPool2D final : public Pool2DOp {
         p_(p),
         x_size_(p.batch * p.in_h * p.in_w * p.channels),
         y_size_(p.batch * p.out_h * p.out_w * p.channels),
-        forward_name_(describe(p) + " forward"),
-        backward_name_(describe(p) + " backward") {
+        forward_name_(math::describe_pool2d(p) + " forward"),
+        backward_name_(math::describe_pool2d(p) + " backward") {
     if (p.kind == PoolKind::max && y_size_ > 0) {
       allocator_ = &allocator_for(backend.device());
       argmax_ = static_cast<Index*>(allocator_->allocate(argmax_bytes()));
@@ -76,7 +67,8 @@ class CudaPool2D final : public Pool2DOp {
 }  // namespace
 
 std::unique_ptr<Pool2DOp> CudaBackend::make_pool2d(const Pool2DParams& p) {
-  if (!math::pool2d_params_valid(p)) throw std::invalid_argument("inconsistent pooling parameters: " + describe(p));
+  if (!math::pool2d_params_valid(p))
+    throw std::invalid_argument("inconsistent pooling parameters: " + math::describe_pool2d(p));
   return std::make_unique<CudaPool2D>(*this, p);
 }
 

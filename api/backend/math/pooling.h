@@ -1,9 +1,13 @@
 #pragma once
-// Pool2D's arithmetic and indexing (Backend::make_pool2d, backend.h), run by the CUDA backend's kernels
-// (cuda/cuda_pool2d.cu) and, in tests/backend/pooling_functors_test.cpp, by host loops against the CPU backend's
-// oneDNN pooling. Images are NHWC. A forward functor computes one output element from its flat index; a backward
-// functor computes one input element by gathering over the windows that cover it, so every element has one
-// writer, needs no atomics and is summed in the same order on every run.
+// Pool2D's arithmetic and indexing (Backend::make_pool2d, backend.h). The CUDA backend runs the functors below
+// one element per thread (cuda/cuda_pool2d.cu); the CPU backend (cpu/cpu_pool2d.cpp) runs the same window
+// geometry and the same arithmetic a pixel's channels at a time, so both give the same bits; and
+// tests/backend/pooling_functors_test.cpp runs the functors in host loops against the CPU backend. Images are
+// NHWC. A forward functor computes one output element from its flat index; a backward functor computes one input
+// element by gathering over the windows that cover it, so every element has one writer, needs no atomics and is
+// summed in the same order on every run.
+#include <string>
+
 #include "api/backend/backend.h"
 #include "api/backend/math/hd.h"
 
@@ -56,6 +60,16 @@ inline bool pool2d_params_valid(const Pool2DParams& p) {
                     p.pad_top < p.pool_h && p.pad_bottom < p.pool_h && p.pad_left < p.pool_w && p.pad_right < p.pool_w;
   return positive && pads && implied(p.in_h, p.pool_h, p.stride_h, p.pad_top, p.pad_bottom) == p.out_h &&
          implied(p.in_w, p.pool_w, p.stride_w, p.pad_left, p.pad_right) == p.out_w;
+}
+
+// "MaxPool2D [2, 7, 9, 3] -> [2, 3, 4, 3], pool 3x3, strides 2x2, padding (0, 1, 0, 1)", for error messages.
+inline std::string describe_pool2d(const Pool2DParams& p) {
+  const auto s = [](Index v) { return std::to_string(v); };
+  std::string text = p.kind == PoolKind::max ? "MaxPool2D " : "AveragePool2D ";
+  text += Shape{p.batch, p.in_h, p.in_w, p.channels}.to_string();
+  text += " -> " + Shape{p.batch, p.out_h, p.out_w, p.channels}.to_string();
+  return text + ", pool " + s(p.pool_h) + "x" + s(p.pool_w) + ", strides " + s(p.stride_h) + "x" + s(p.stride_w) +
+         ", padding (" + s(p.pad_top) + ", " + s(p.pad_bottom) + ", " + s(p.pad_left) + ", " + s(p.pad_right) + ")";
 }
 
 // y[i] = the largest input of output i's window, the first in row-major window order on ties (padding never
