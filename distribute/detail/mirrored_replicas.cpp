@@ -14,17 +14,25 @@ namespace tower::distribute::detail {
 
 MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> devices, CrossDeviceOpsPtr ops,
                                    std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes,
-                                   bool mirror_variables, bool nccl_between_workers)
+                                   bool mirror_variables, bool nccl_between_workers, CentralStorage central)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
       who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
       last_plan_(static_cast<std::size_t>(local_), nullptr),
       errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()), bucket_cap_bytes_(bucket_cap_bytes),
-      turns_(static_cast<std::size_t>(local_), nullptr), nccl_between_workers_(nccl_between_workers) {
+      turns_(static_cast<std::size_t>(local_), nullptr), nccl_between_workers_(nccl_between_workers),
+      central_(central.parameter_device), reads_(static_cast<std::size_t>(local_), false) {
   if (bucket_cap_bytes_ == 0) throw std::invalid_argument(who_ + "the gradient bucket cap must be at least one byte");
   // Replicas on several physical devices cannot share the model's variables: each holds its own copies.
   mirrored_ = mirror_variables && local_ > 1;
   for (const LogicalDevice& d : devices_)
     if (d.device != devices_[0].device) mirrored_ = true;
+  if (central_) {
+    if (mirror_variables || workers_)
+      throw std::invalid_argument(who_ + "replicas reading one copy of the variables neither mirror them nor span workers");
+    mirrored_ = false;
+    for (int r = 0; r < local_; ++r)
+      reads_[static_cast<std::size_t>(r)] = central.read_copies || devices_[static_cast<std::size_t>(r)].device != *central_;
+  }
   if (nccl_between_workers_ && (!workers_ || !devices_[0].device.is_cuda()))
     throw std::invalid_argument(who_ + "NCCL between workers needs workers with GPU replicas; the replicas are on " +
                                 devices_[0].name + (workers_ ? "" : " of one process"));
@@ -47,14 +55,15 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
     check_same_model();
     broadcast_from_chief(model_.weights());
   }
-  if (mirrored_) {
+  if (mirrored_ || central_) {
     const auto n = static_cast<std::size_t>(local_);
     copies_.resize(n);
     copy_optimizers_.resize(n);
     copy_trainable_.resize(n);
     copy_sums_.resize(n);
     copy_sum_views_.resize(n);
-    for (int r = 1; r < local_; ++r) make_copy(r);
+    for (int r = 0; r < local_; ++r)
+      if (has_copy(r)) make_copy(r);
   }
   omp_threads_ = std::max(1, backend::num_threads() / local_);
   if (local_ > 1) threads_ = std::make_unique<ReplicaThreads>(local_, omp_threads_, [this](int r) { replica_main(r); });
@@ -100,8 +109,12 @@ void move_to(const std::vector<VariablePtr>& variables, Device device) {
 
 }  // namespace
 
+bool MirroredReplicas::has_copy(int r) const {
+  return (mirrored_ && r > 0) || (central_ && reads_[static_cast<std::size_t>(r)]);
+}
+
 ModelImpl& MirroredReplicas::replica_model(int r) {
-  return mirrored_ && r > 0 ? *copies_[static_cast<std::size_t>(r)] : model_;
+  return has_copy(r) ? *copies_[static_cast<std::size_t>(r)] : model_;
 }
 
 std::vector<VariablePtr> MirroredReplicas::replica_weights(int r) { return replica_model(r).weights(); }
@@ -197,14 +210,14 @@ void MirroredReplicas::copy_optimizer_to(int r, const optimizers::Optimizer& mai
 
 Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
   // A layer frozen or unfrozen since replica r's copy was made: the copy is remade from the model.
-  if (mirrored_ && r > 0 && training && trainable_mask(model_) != trainable_mask(*copies_[static_cast<std::size_t>(r)]))
+  if (has_copy(r) && training && trainable_mask(model_) != trainable_mask(*copies_[static_cast<std::size_t>(r)]))
     make_copy(r);
   ModelImpl& model = replica_model(r);
   auto& slot = plans_[{r, batch, training}];
   // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale (as in ModelImpl::plan_for).
   if (slot && training && model.trainable_weights() != slot->trainable_weights()) slot.reset();
   if (!slot) {
-    const Device device = mirrored_ ? devices_[static_cast<std::size_t>(r)].device : devices_[0].device;
+    const Device device = mirrored_ || central_ ? devices_[static_cast<std::size_t>(r)].device : devices_[0].device;
     // Weights built since the last move (and every weight, the first time) join the replica's GPU.
     if (!device.is_cpu()) {
       model.to(device);
@@ -270,6 +283,9 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
       for (std::size_t b = 0; b < buckets_.size(); ++b)
         bucket_parts_[b][static_cast<std::size_t>(r)] = flat.data<float>() + buckets_[b].begin;
     }
+  // Central storage: each replica reading a copy reads the variables as they are now (the last update's values).
+  for (int r = 0; r < active; ++r)
+    if (central_ && reads_[static_cast<std::size_t>(r)]) copy_variables_to(r, false);
   std::fill(errors_.begin(), errors_.end(), nullptr);
   active_ = active;
   work_ = &work;
@@ -287,11 +303,36 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
     gradients_ = &last_plan_[0]->weight_grads();
     const Tensor& flat = last_plan_[0]->flat_grads();
     if (workers_) sum_over_workers(flat.data<float>(), flat.device(), static_cast<std::size_t>(flat.numel()));
+    if (central_) sum_to_parameter_device(flat);
     return;
   }
   if (active == 0) reduced_.zero();  // a worker without rows adds nothing
   gradients_ = &reduced_views_;
   if (workers_) sum_over_workers(reduced_.data<float>(), reduced_.device(), static_cast<std::size_t>(reduced_count_));
+  if (central_) sum_to_parameter_device(reduced_);
+}
+
+void MirroredReplicas::sum_to_parameter_device(const Tensor& sum) {
+  if (sum.device() == *central_) return;
+  const std::vector<VariablePtr> trainable = model_.trainable_weights();
+  Index total = 0;
+  for (const VariablePtr& v : trainable) total += v->value.numel();
+  if (sum.numel() < total)
+    throw std::logic_error(who_ + "the summed gradients have " + std::to_string(sum.numel()) +
+                           " values, the model's trainable weights " + std::to_string(total));
+  if (!central_sum_.defined() || central_sum_.numel() != std::max<Index>(total, 1) ||
+      central_views_.size() != trainable.size()) {
+    central_sum_ = Tensor(Shape{std::max<Index>(total, 1)}, DType::float32, *central_);
+    central_views_.clear();
+    Index offset = 0;
+    for (const VariablePtr& v : trainable) {
+      central_views_.push_back(central_sum_.slice(offset, offset + v->value.numel()).reshape(v->value.shape()));
+      offset += v->value.numel();
+    }
+  }
+  copy_bytes(central_sum_.raw_data(), *central_, sum.raw_data(), sum.device(),
+             static_cast<std::size_t>(total) * sizeof(float));
+  gradients_ = &central_views_;
 }
 
 void MirroredReplicas::sum_over_workers(float* data, Device device, std::size_t count) {
@@ -376,6 +417,11 @@ void MirroredReplicas::gather(Index n, std::span<const Tensor> parts, Tensor& gl
 }
 
 void MirroredReplicas::after_update() {
+  // The moving statistics the first replica's batches updated in its copy are the variables' new values.
+  if (central_ && reads_[0]) {
+    const std::vector<VariablePtr> mine = model_.non_trainable_weights(), theirs = copies_[0]->non_trainable_weights();
+    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) mine[i]->value.copy_from(theirs[i]->value);
+  }
   // Only the chief's first replica updates the moving statistics; the other workers take its values.
   if (workers_ && num_workers_ > 1) broadcast_from_chief(model_.non_trainable_weights());
   // And so do the other local replicas holding their own copies.

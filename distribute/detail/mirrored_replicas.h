@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -45,6 +46,18 @@
 
 namespace tower::distribute::detail {
 
+// Central storage (CentralStorageStrategy): the model's variables, and its optimizer's slots, stay on
+// parameter_device, where the one optimizer update runs. Replicas on that device compute with them in place;
+// every other replica (every replica, with read_copies) computes with a copy of the model rebuilt from its config
+// on its own device, into which the variables are read at the start of every step (as TensorFlow reads a variable
+// onto the device that uses it). The summed gradients are copied to the parameter device when they are summed
+// elsewhere; the first replica's moving statistics are copied back to the variables after each update. No replica
+// has an optimizer of its own.
+struct CentralStorage {
+  std::optional<Device> parameter_device;  // none: not central storage
+  bool read_copies = false;                // for tests: replicas on the parameter device read copies too
+};
+
 class MirroredReplicas final : public tower::detail::Replicas {
  public:
   // Replicas of `model` on `devices`, reduced by `ops` in buckets of bucket_cap_bytes; with `workers`, the same
@@ -59,7 +72,7 @@ class MirroredReplicas final : public tower::detail::Replicas {
   MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> devices, CrossDeviceOpsPtr ops,
                    std::shared_ptr<Communicator> workers, std::string who,
                    std::size_t bucket_cap_bytes = kDefaultBucketCapBytes, bool mirror_variables = false,
-                   bool nccl_between_workers = false);
+                   bool nccl_between_workers = false, CentralStorage central = {});
   ~MirroredReplicas() override;
 
   int num_local() const override { return local_; }
@@ -73,7 +86,10 @@ class MirroredReplicas final : public tower::detail::Replicas {
   void sync_from_model() override;
   // True when replicas hold their own copies of the variables.
   bool mirrored() const { return mirrored_; }
-  // Replica r's model: the model itself for replica 0 or without copies, else r's copy.
+  // True when replica r computes with a model of its own: a mirrored copy, or a copy it reads the central
+  // variables into.
+  bool has_copy(int r) const;
+  // Replica r's model: r's copy when has_copy(r), else the model itself.
   ModelImpl& replica_model(int r);
   // Replica r's copies of the model's weights (weights() order): the model's own for replica 0.
   std::vector<VariablePtr> replica_weights(int r);
@@ -95,6 +111,8 @@ class MirroredReplicas final : public tower::detail::Replicas {
   void reduce_bucket(int r, int bucket);
   // data[0, count) of `device` = its sum over every worker (NCCL or MPI).
   void sum_over_workers(float* data, Device device, std::size_t count);
+  // Central storage: makes gradients() a copy of `sum` on the parameter device when `sum` is elsewhere.
+  void sum_to_parameter_device(const Tensor& sum);
   // Sends every weight in `weights` from the chief to the other workers.
   void broadcast_from_chief(const std::vector<VariablePtr>& weights);
   void check_same_model();
@@ -153,6 +171,11 @@ class MirroredReplicas final : public tower::detail::Replicas {
   std::vector<std::vector<VariablePtr>> copy_trainable_;
   std::vector<Tensor> copy_sums_;
   std::vector<std::vector<Tensor>> copy_sum_views_;
+  // Central storage: the variables' device, per replica whether it reads a copy, and the sum on that device.
+  std::optional<Device> central_;
+  std::vector<bool> reads_;
+  Tensor central_sum_;
+  std::vector<Tensor> central_views_;
   std::unique_ptr<ReplicaThreads> threads_;  // last: its threads stop before the rest goes
 };
 

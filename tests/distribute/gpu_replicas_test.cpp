@@ -71,17 +71,7 @@ void expect_identical_copies(Model& model, const std::string& what) {
   }
 }
 
-// Sets the logical GPUs per GPU for a test's lifetime.
-class LogicalGpusPerGpu {
- public:
-  explicit LogicalGpusPerGpu(int n) : before_(distribute::logical_gpus_per_gpu()) {
-    distribute::set_logical_gpus_per_gpu(n);
-  }
-  ~LogicalGpusPerGpu() { distribute::set_logical_gpus_per_gpu(before_); }
-
- private:
-  int before_;
-};
+using testing::LogicalGpusPerGpu;
 
 TEST(LogicalGpus, ReplicasOnOneGpuMatchOneReplica_CUDA) {
   SKIP_WITHOUT_A_GPU();

@@ -50,4 +50,10 @@ double relative_difference(const Tensor& got, const Tensor& want) {
   return scale > 0 ? diff / scale : diff;
 }
 
+LogicalGpusPerGpu::LogicalGpusPerGpu(int n) : before_(distribute::logical_gpus_per_gpu()) {
+  distribute::set_logical_gpus_per_gpu(n);
+}
+
+LogicalGpusPerGpu::~LogicalGpusPerGpu() { distribute::set_logical_gpus_per_gpu(before_); }
+
 }  // namespace tower::testing

@@ -21,4 +21,16 @@ Examples seeded_examples(Index count, std::uint64_t seed);
 // max |got - want| / max |want| over the tensor (the relative difference of the bounds).
 double relative_difference(const Tensor& got, const Tensor& want);
 
+// Sets the logical GPUs per GPU (distribute::set_logical_gpus_per_gpu) for a test's lifetime.
+class LogicalGpusPerGpu {
+ public:
+  explicit LogicalGpusPerGpu(int n);
+  ~LogicalGpusPerGpu();
+  LogicalGpusPerGpu(const LogicalGpusPerGpu&) = delete;
+  LogicalGpusPerGpu& operator=(const LogicalGpusPerGpu&) = delete;
+
+ private:
+  int before_;
+};
+
 }  // namespace tower::testing

@@ -151,6 +151,24 @@ compile: {optimizer: adam, loss: mse}
   expect_error_at([&] { check(graph); }, "exp.yaml", 6, 52, {"no node named 'aa'", "nodes so far: x, a"});
 }
 
+// central_storage: its keys, its devices checked as mirrored's are, and the strategy it makes.
+TEST(ExperimentErrors, CentralStorageStrategy) {
+  const Experiment e = Experiment::parse(
+      kValid + "strategy: {type: central_storage, compute_devices: [cpu:0, cpu:1, cpu:2], parameter_device: cpu}\n",
+      "exp.yaml");
+  EXPECT_EQ(RunStrategy(e).num_replicas_in_sync(), 3);
+  EXPECT_EQ(RunStrategy(e).spec().parameter_device, "cpu");
+  check(kValid + "strategy: {type: central_storage}\n");
+  expect_error_at([] { check(kValid + "strategy: {type: central_storage, compute_devices: []}\n"); }, "exp.yaml", 18,
+                  52, {"strategy.compute_devices: an empty device list; leave 'compute_devices' out"});
+  expect_error_at([] { check(kValid + "strategy: {type: central_storage, parameter_device: tpu:0}\n"); }, "exp.yaml",
+                  18, 53, {"strategy.parameter_device: unknown device 'tpu:0'"});
+  expect_error_at([] { check(kValid + "strategy: {type: central_storage, devices: [cpu:0]}\n"); }, "exp.yaml", 18,
+                  35, {"'devices' applies to strategy type mirrored, not central_storage"});
+  expect_error_at([] { check(kValid + "strategy: {type: mirrored, compute_devices: [cpu:0]}\n"); }, "exp.yaml", 18,
+                  28, {"'compute_devices' applies to strategy type central_storage, not mirrored"});
+}
+
 TEST(ExperimentErrors, CombinationsThatDoNotFitAreRefused) {
   expect_error_at([] { check(with("  classes: 3\n", "  classes: 3\n  image_size: [8, 8]\n")); }, "exp.yaml", 6, 3,
                   {"'image_size' applies to source image_directory, not synthetic"});

@@ -291,6 +291,16 @@ void check_device(const LocatedConfig& c) {
   c.locate([&] { return distribute::parse_logical_device(text, ""); });
 }
 
+// A strategy's list of devices: absent (every GPU, else the CPU) or a non-empty list of known devices.
+void check_device_list(const LocatedConfig& devices) {
+  if (devices.is_null()) return;
+  devices.require_list();
+  if (devices.size() == 0)
+    devices.fail("an empty device list; leave '" + devices.path().substr(devices.path().rfind('.') + 1) +
+                 "' out to use every GPU (or the CPU)");
+  for (std::size_t i = 0; i < devices.size(); ++i) check_device(devices[i]);
+}
+
 void check_strategy(Document& doc) {
   set_default(doc, "strategy", Config::map());
   set_default(doc, "strategy.type", "default");
@@ -298,26 +308,26 @@ void check_strategy(Document& doc) {
   s.require_map();
   const std::string type = s["type"].as_choice(strategy_types());
   const std::vector<std::string> keys_by_type[] = {
-      {"type"}, {"type", "device"}, {"type", "devices", "cross_device_ops", "bucket_cap_mb"}, {"type", "communication"}};
+      {"type"},
+      {"type", "device"},
+      {"type", "devices", "cross_device_ops", "bucket_cap_mb"},
+      {"type", "communication"},
+      {"type", "compute_devices", "parameter_device"}};
   const auto& types = strategy_types();
   const std::size_t t = static_cast<std::size_t>(std::find(types.begin(), types.end(), type) - types.begin());
   for (const std::string& key : s.keys()) {
     if (contains(keys_by_type[t], key)) continue;
-    for (std::size_t other = 0; other < 4; ++other)
+    for (std::size_t other = 0; other < types.size(); ++other)
       if (contains(keys_by_type[other], key))
         s[key].fail_key("'" + key + "' applies to strategy type " + types[other] + ", not " + type);
   }
-  s.require_keys({"type", "device", "devices", "cross_device_ops", "bucket_cap_mb", "communication"});
+  s.require_keys({"type", "device", "devices", "cross_device_ops", "bucket_cap_mb", "communication", "compute_devices",
+                  "parameter_device"});
   if (type == "one_device") {
     set_default(doc, "strategy.device", "cpu:0");
     check_device(s["device"]);
   } else if (type == "mirrored") {
-    const LocatedConfig devices = s["devices"];
-    if (!devices.is_null()) {
-      devices.require_list();
-      if (devices.size() == 0) devices.fail("an empty device list; leave 'devices' out to use every GPU (or the CPU)");
-      for (std::size_t i = 0; i < devices.size(); ++i) check_device(devices[i]);
-    }
+    check_device_list(s["devices"]);
     if (!s["cross_device_ops"].is_null())
       s["cross_device_ops"].as_choice(
           {"NcclAllReduce", "HierarchicalCopyAllReduce", "ReductionToOneDevice", "InProcessAllReduce"});
@@ -326,6 +336,9 @@ void check_strategy(Document& doc) {
   } else if (type == "multi_worker") {
     set_default(doc, "strategy.communication", "auto");
     s["communication"].as_choice({"auto", "mpi", "nccl"});
+  } else if (type == "central_storage") {
+    check_device_list(s["compute_devices"]);
+    if (!s["parameter_device"].is_null()) check_device(s["parameter_device"]);
   }
 }
 
@@ -362,7 +375,7 @@ const std::vector<std::string>& preprocessing_types() {
 bool is_random_preprocessing(const std::string& type) { return type == "random_flip" || type == "random_crop"; }
 
 const std::vector<std::string>& strategy_types() {
-  static const std::vector<std::string> s = {"default", "one_device", "mirrored", "multi_worker"};
+  static const std::vector<std::string> s = {"default", "one_device", "mirrored", "multi_worker", "central_storage"};
   return s;
 }
 

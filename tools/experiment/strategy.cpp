@@ -32,6 +32,9 @@ StrategySpec read_strategy(const Experiment& e) {
   spec.cross_device_ops = s.get_string("cross_device_ops", "");
   spec.bucket_cap_mb = s.get_number("bucket_cap_mb", 25);
   spec.communication = s.get_string("communication", "auto");
+  for (std::size_t i = 0; i < s["compute_devices"].size(); ++i)
+    spec.compute_devices.push_back(s["compute_devices"][i].as_string());
+  spec.parameter_device = s.get_string("parameter_device", "");
   return spec;
 }
 
@@ -51,6 +54,13 @@ RunStrategy::RunStrategy(const Experiment& e) : spec_(read_strategy(e)) {
     distribute::CommunicationOptions o;
     o.implementation = spec_.communication == "mpi" ? "RING" : upper(spec_.communication);
     strategy_ = s.locate([&] { return distribute::Strategy(distribute::MultiWorkerMirroredStrategy(o)); });
+  } else if (spec_.type == "central_storage") {
+    std::optional<std::vector<std::string>> devices;
+    if (!spec_.compute_devices.empty()) devices = spec_.compute_devices;
+    std::optional<std::string> parameter_device;
+    if (!spec_.parameter_device.empty()) parameter_device = spec_.parameter_device;
+    strategy_ = s.locate(
+        [&] { return distribute::Strategy(distribute::CentralStorageStrategy(devices, parameter_device)); });
   }
 }
 

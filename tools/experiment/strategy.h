@@ -9,6 +9,8 @@
 //                 ReductionToOneDevice on logical GPUs of one GPU, in-process on CPUs) in buckets of
 //                 `bucket_cap_mb` MiB (25 by default)
 //   multi_worker  one process per worker started by mpirun, with `communication` (auto, mpi, nccl)
+//   central_storage  one replica per device in `compute_devices` (default as mirrored's), the variables in one
+//                 place, `parameter_device` (default: the one GPU, else the host)
 //
 // The global batch is fit.batch_size_per_replica * num_replicas_in_sync().
 #include <functional>
@@ -28,13 +30,15 @@ struct StrategySpec {
   std::string cross_device_ops;        // mirrored; empty: the strategy's choice
   double bucket_cap_mb = 25;           // mirrored: the gradient buckets' size in MiB
   std::string communication = "auto";  // multi_worker
+  std::vector<std::string> compute_devices;  // central_storage; empty: every GPU, else the CPU
+  std::string parameter_device;              // central_storage; empty: the strategy's choice
 };
 
 // Reads the (validated) section.
 StrategySpec read_strategy(const Experiment& experiment);
 
 // The strategy a run trains under: none for `default` (the model runs as it does without a strategy), else
-// distribute's OneDeviceStrategy, MirroredStrategy or MultiWorkerMirroredStrategy.
+// distribute's OneDeviceStrategy, MirroredStrategy, MultiWorkerMirroredStrategy or CentralStorageStrategy.
 class RunStrategy {
  public:
   // Throws ExperimentError at the section when the strategy cannot be made here (an unknown device, ops that
