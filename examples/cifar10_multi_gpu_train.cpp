@@ -27,6 +27,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace tower;
@@ -177,8 +178,9 @@ class ExponentialMovingAverage {
 };
 
 // cifar10_eval.py: precision @ 1 of the model with the moving averages in place of the trained variables
-// (variables_to_restore), the trained values put back afterwards.
-double evaluate_with_averages(Model& model, const ExponentialMovingAverage& ema, const data::Dataset& test) {
+// (variables_to_restore), the trained values put back afterwards. Returns {correct, images}.
+std::pair<Index, Index> evaluate_with_averages(Model& model, const ExponentialMovingAverage& ema,
+                                               const data::Dataset& test) {
   const std::vector<Tensor> trained = model.get_weights();
   std::vector<Tensor> averaged;
   for (const VariablePtr& v : model.weights()) averaged.push_back(ema.average(v) ? *ema.average(v) : v->value);
@@ -194,7 +196,7 @@ double evaluate_with_averages(Model& model, const ExponentialMovingAverage& ema,
     total += labels.dim(0);
   }
   model.set_weights(trained);
-  return double(correct) / double(total);
+  return {correct, total};
 }
 
 std::string now() {
@@ -268,8 +270,9 @@ int train(const Args& args) {
                 static_cast<long long>(step), loss_value, double(global_batch) / duration, duration / num_towers);
     std::fflush(stdout);
   }
+  const auto [correct, images] = evaluate_with_averages(model, ema, test);
   std::printf("%s: precision @ 1 = %.3f (moving averages of the variables, %lld test images)\n", now().c_str(),
-              evaluate_with_averages(model, ema, test), static_cast<long long>(args.eval_examples));
+              double(correct) / double(images), static_cast<long long>(images));
   return 0;
 }
 
