@@ -14,6 +14,8 @@
 //   statistics), the normalization layer Tower has, in the original's places (after pool1, before pool2).
 // - The distortion keeps the random 24x24 crop, the left-right flip and per-image standardization, and leaves
 //   out the random brightness and contrast. Fashion-MNIST's 28x28x1 images are cropped to 24x24 as well.
+// - Each tower of the original dequeued a batch of its own from one shared queue; here the towers split a global
+//   batch of batch_size * towers from one pipeline (distribute_dataset): as many images per step.
 // - The loss printed is the towers' mean (the original prints the last tower's); no checkpoints are written.
 #include <tower/tower.h>
 
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
