@@ -9,9 +9,9 @@
 //   OneWorkerTwoShardsEqualsSynchronousAdam  the same with the variables sharded over 2 parameter servers, each
 //                                       holding Adam's slots for its shard.
 //   TwoWorkersTrainFashionMnistLikeMirrored  2 asynchronous workers, each reading 12000 Fashion-MNIST
-//                                       images in its own order, reach MirroredStrategy's test accuracy (2 CPU replicas, the same
-//                                       12000 images, the same batch size per update and number of updates) within
-//                                       1 point after the same epochs.
+//                                       images in its own order, reach on average over 5 clusters
+//                                       MirroredStrategy's test accuracy (2 CPU replicas, the same 12000 images,
+//                                       the same batch size per update and number of updates) within 1 point.
 //   KilledWorkerDoesNotStopTraining     the chief SIGKILLs worker 1 at its 5th batch: every step still runs (on
 //                                       worker 0), fit ends normally, the chief says the worker failed.
 //   KilledParameterServerIsAClearError  the chief SIGKILLs parameter server 1 at its 5th batch: fit on the chief
@@ -326,12 +326,22 @@ TEST(ParameterServer, OneWorkerTwoShardsEqualsSynchronousAdam) { expect_one_work
 TEST(ParameterServer, TwoWorkersTrainFashionMnistLikeMirrored) {
   if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
   if (!have_fashion_mnist()) GTEST_SKIP() << "Debian package dataset-fashion-mnist is not installed";
-  const fs::path dir = fresh_dir("fashion");
-  const ClusterRun run = run_cluster(dir, "fashion", 2, 1, "", 240);
-  expect_every_process_ended_well(run);
-  const auto report = read_report(dir / "chief.txt");
-  ASSERT_TRUE(report.count("test_accuracy")) << run.logs;
-  const double ps_accuracy = report.at("test_accuracy")[0];
+  // Asynchronous training is not deterministic: its test accuracy varies by about half a point from run to run
+  // (the order in which the two workers' updates land), so the mean of five clusters is compared.
+  constexpr int kRuns = 5;
+  double ps_accuracy = 0, seconds = 0;
+  std::string each;
+  for (int r = 0; r < kRuns; ++r) {
+    const fs::path dir = fresh_dir("fashion" + std::to_string(r));
+    const ClusterRun run = run_cluster(dir, "fashion", 2, 1, "", 240);
+    expect_every_process_ended_well(run);
+    const auto report = read_report(dir / "chief.txt");
+    ASSERT_TRUE(report.count("test_accuracy")) << run.logs;
+    ps_accuracy += report.at("test_accuracy")[0] / kRuns;
+    each += (r ? ", " : "") + std::to_string(report.at("test_accuracy")[0]);
+    seconds += run.seconds;
+    fs::remove_all(dir);
+  }
 
   distribute::MirroredStrategy mirrored({"cpu:0", "cpu:1"});
   Model model = [&] {
@@ -348,10 +358,10 @@ TEST(ParameterServer, TwoWorkersTrainFashionMnistLikeMirrored) {
   eval.verbose = 0;
   const double mirrored_accuracy = *model.evaluate(fashion_test(), eval).get("sparse_categorical_accuracy");
   std::cout << "[ ParameterServer ] Fashion-MNIST test accuracy after " << kFashionEpochs << " epochs: 2 workers "
-            << ps_accuracy << ", MirroredStrategy " << mirrored_accuracy << " (cluster " << run.seconds << " s)\n";
+            << ps_accuracy << " (mean of " << each << "), MirroredStrategy " << mirrored_accuracy << " (clusters "
+            << seconds << " s)\n";
   EXPECT_GT(mirrored_accuracy, 0.75);
   EXPECT_NEAR(ps_accuracy, mirrored_accuracy, 0.01);
-  fs::remove_all(dir);
 }
 
 TEST(ParameterServer, KilledWorkerDoesNotStopTraining) {
