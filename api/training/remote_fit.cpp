@@ -85,24 +85,12 @@ void TrainingLoop::serve_steps(RemoteTraining& remote, const data::Dataset& trai
 
 callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const data::Dataset& train,
                                                 const FitOptions& options) {
-  if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
-    throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
-                                " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
+  // fit() has checked the epochs, remote_fit() steps_per_epoch.
   const std::int64_t steps = *options.steps_per_epoch;
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps, history);
-  struct FitScope {
-    TrainingLoop& loop;
-    ~FitScope() {
-      loop.fit_callbacks_.clear();
-      loop.train_data_ = nullptr;
-    }
-  } scope{*this};
-  fit_callbacks_ = cbs;
-  train_data_ = &train;
-  model_.stop_training = false;
-  model_.resume_epoch = -1;
+  const FitScope scope = begin_fit(cbs, train);
   const auto each = [&cbs](auto fn) {
     for (const CallbackPtr& cb : cbs) fn(*cb);
   };

@@ -393,6 +393,14 @@ StepGraphs::Fingerprint TrainingLoop::step_fingerprint(const ReplicaSlot& slot) 
   return f;
 }
 
+TrainingLoop::FitScope TrainingLoop::begin_fit(const std::vector<CallbackPtr>& cbs, const data::Dataset& train) {
+  fit_callbacks_ = cbs;
+  train_data_ = &train;
+  model_.stop_training = false;
+  model_.resume_epoch = -1;
+  return FitScope{*this};
+}
+
 void TrainingLoop::add_penalties(const std::vector<VariablePtr>& variables, double examples) {
   for (const VariablePtr& v : variables) v->regularizer.add_penalty(v->value, examples, loss_sums(v->value.device()).data());
 }
@@ -707,18 +715,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   auto history = std::make_shared<callbacks::History>();
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);
-  // What the callbacks may reach of this fit until it returns.
-  struct FitScope {
-    TrainingLoop& loop;
-    ~FitScope() {
-      loop.fit_callbacks_.clear();
-      loop.train_data_ = nullptr;
-    }
-  } scope{*this};
-  fit_callbacks_ = cbs;
-  train_data_ = &train;
-  model_.stop_training = false;
-  model_.resume_epoch = -1;
+  const FitScope scope = begin_fit(cbs, train);
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
   // After on_train_begin, which may restore weights (BackupAndRestore).
   sync_replicas();

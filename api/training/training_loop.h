@@ -221,6 +221,17 @@ class TrainingLoop {
   // steps_per_epoch steps per epoch on the workers and runs the callbacks on their logs; a worker runs the steps
   // it is given on batches of `train`; a parameter server serves its variables.
   callbacks::History remote_fit(RemoteTraining& remote, const data::Dataset& train, const FitOptions& options);
+  // What the callbacks may reach of a fit (callbacks(), the training data) until the scope ends.
+  struct FitScope {
+    TrainingLoop& loop;
+    ~FitScope() {
+      loop.fit_callbacks_.clear();
+      loop.train_data_ = nullptr;
+    }
+  };
+  // Starts a fit with these callbacks on `train`: what the callbacks may reach, and stop_training and
+  // resume_epoch cleared.
+  [[nodiscard]] FitScope begin_fit(const std::vector<callbacks::CallbackPtr>& cbs, const data::Dataset& train);
   callbacks::History coordinate_fit(RemoteTraining& remote, const data::Dataset& train, const FitOptions& options);
   void serve_steps(RemoteTraining& remote, const data::Dataset& train);
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
