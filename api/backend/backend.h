@@ -469,4 +469,13 @@ Backend& get(Device device);
 int num_threads();
 void set_num_threads(int n);
 
+// Whether the CPU kernels flush denormal floats to zero (x86's FTZ and DAZ, on every thread of each elementwise,
+// row or reduction loop while it runs; the calling thread's own setting is restored afterwards). On by default, as
+// TensorFlow's CPU kernels run: an optimizer slot decaying towards zero (Adam's momentum for an input pixel that is
+// always 0) otherwise turns denormal and makes each update of it dozens of times slower. Off computes denormals
+// exactly (PyTorch's default; torch.set_flush_denormal). TOWER_FLUSH_DENORMALS=0 turns it off at start. oneDNN's
+// convolutions and matrix products, and the CUDA backend, compute denormals exactly either way.
+bool flush_denormals();
+void set_flush_denormals(bool on);
+
 }  // namespace tower::backend

@@ -3,11 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "api/backend/cpu/dnnl_context.h"
 #include "api/backend/cpu/loops.h"
@@ -283,8 +285,12 @@ const char* vector_loops_isa() {
 
 void CpuBackend::sum(const float* x, float* y, Index n) {
   double s = 0.0;
-#pragma omp parallel for reduction(+ : s) if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) s += x[i];
+#pragma omp parallel reduction(+ : s) if (n > kParallelGrain)
+  {
+    const DenormalsFlushed flushed;
+#pragma omp for
+    for (Index i = 0; i < n; ++i) s += x[i];
+  }
   *y = static_cast<float>(s);
 }
 
@@ -309,9 +315,19 @@ int& thread_setting() {
   }();
   return n;
 }
+std::atomic<bool>& flush_setting() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("TOWER_FLUSH_DENORMALS");
+    return !(v && std::string_view(v) == "0");
+  }()};
+  return on;
+}
 }  // namespace
 
 int num_threads() { return thread_setting(); }
+
+bool flush_denormals() { return flush_setting().load(std::memory_order_relaxed); }
+void set_flush_denormals(bool on) { flush_setting().store(on, std::memory_order_relaxed); }
 
 void set_num_threads(int n) {
   if (n <= 0) throw std::invalid_argument("set_num_threads: " + std::to_string(n) + " is not a positive count");

@@ -10,8 +10,12 @@ namespace {
 float squared_norm(const float* x, Index n) {
   const math::SquareOf square;
   double s = 0.0;
-#pragma omp parallel for reduction(+ : s) if (n > kParallelGrain)
-  for (Index i = 0; i < n; ++i) s += square(x[i]);
+#pragma omp parallel reduction(+ : s) if (n > kParallelGrain)
+  {
+    const DenormalsFlushed flushed;
+#pragma omp for
+    for (Index i = 0; i < n; ++i) s += square(x[i]);
+  }
   return static_cast<float>(s);
 }
 

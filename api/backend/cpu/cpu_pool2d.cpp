@@ -132,8 +132,12 @@ TOWER_VECTOR_CLONES void average_pool_backward_row(const Pool2DParams& p, const 
 template <class Row>
 void for_each_row(Index batch, Index rows_per_image, Index elements, const Row& row) {
   const Index rows = batch * rows_per_image;
-#pragma omp parallel for schedule(static) if (elements > kParallelGrain)
-  for (Index r = 0; r < rows; ++r) row(r / rows_per_image, r % rows_per_image);
+#pragma omp parallel if (elements > kParallelGrain)
+  {
+    const DenormalsFlushed flushed;
+#pragma omp for schedule(static)
+    for (Index r = 0; r < rows; ++r) row(r / rows_per_image, r % rows_per_image);
+  }
 }
 
 // Max pooling keeps the flat input index of each window's maximum from a training forward (argmax, owned by the

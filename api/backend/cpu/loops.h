@@ -1,9 +1,13 @@
 #pragma once
 // Building blocks of the CPU's elementwise loops (backend, optimizers). Internal: not installed.
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 
+#include "api/backend/backend.h"
 #include "api/core/shape.h"
 
 namespace tower::backend::cpu {
@@ -27,6 +31,37 @@ namespace tower::backend::cpu {
 #define TOWER_VECTOR_CLONES
 #endif
 
+// While alive, this thread flushes denormal floats to zero (FTZ: results; DAZ: operands) when
+// backend::flush_denormals() is on; its previous setting comes back at the end. Every loop below holds one on each
+// of its threads, so a kernel runs under the same setting on the caller's thread and OpenMP's, whatever the pool's
+// threads were left with.
+class DenormalsFlushed {
+ public:
+  DenormalsFlushed() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    if (flush_denormals()) {
+      saved_ = _mm_getcsr();
+      if ((saved_ & kFtzDaz) != kFtzDaz) {
+        _mm_setcsr(saved_ | kFtzDaz);
+        restore_ = true;
+      }
+    }
+#endif
+  }
+  ~DenormalsFlushed() {
+#if defined(__x86_64__) || defined(__i386__)
+    if (restore_) _mm_setcsr(saved_);
+#endif
+  }
+  DenormalsFlushed(const DenormalsFlushed&) = delete;
+  DenormalsFlushed& operator=(const DenormalsFlushed&) = delete;
+
+ private:
+  static constexpr unsigned kFtzDaz = 0x8040;  // MXCSR bit 15 (flush to zero) and bit 6 (denormals are zero)
+  unsigned saved_ = 0;
+  bool restore_ = false;
+};
+
 // Below this many elements a loop runs on one thread: the fork/join costs more than the work.
 inline constexpr Index kParallelGrain = Index{1} << 15;
 
@@ -35,11 +70,13 @@ inline constexpr Index kParallelGrain = Index{1} << 15;
 template <class Kernel>
 void parallel_ranges(Index n, const Kernel& kernel, Index grain = kParallelGrain) {
   if (n <= grain) {
+    const DenormalsFlushed flushed;
     kernel(Index{0}, n);
     return;
   }
 #pragma omp parallel
   {
+    const DenormalsFlushed flushed;
     const Index threads = omp_get_num_threads(), t = omp_get_thread_num();
     const Index chunk = (n / threads + 15) / 16 * 16;
     const Index begin = std::min(n, t * chunk), end = t + 1 == threads ? n : std::min(n, begin + chunk);
@@ -66,8 +103,12 @@ void elementwise(Index n, const Op& op, Index grain = kParallelGrain) {
 // that each loop over a row or a column of their own (softmax, transpose's index arithmetic).
 template <class Op>
 void parallel_for(Index n, const Op& op, Index grain) {
-#pragma omp parallel for if (n > grain)
-  for (Index i = 0; i < n; ++i) op(i);
+#pragma omp parallel if (n > grain)
+  {
+    const DenormalsFlushed flushed;
+#pragma omp for
+    for (Index i = 0; i < n; ++i) op(i);
+  }
 }
 
 // op(r, c) for rows [row_begin, row_end) of a matrix with `cols` columns, the column loop vectorised.
