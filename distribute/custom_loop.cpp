@@ -88,17 +88,21 @@ void run_replicas(const Strategy& strategy, ModelImpl& model, const DistributedB
     fn(step);
     return;
   }
-  replicas->sync_from_model();
+  replicas->sync_before_run();
   const int local = replicas->num_local();
   // The steps are made here, on this thread (plans are made on first use and kept), and run on the replica threads.
   std::vector<std::optional<ReplicaStep>> steps(static_cast<std::size_t>(local));
+  std::vector<ReplicaContext*> contexts(static_cast<std::size_t>(local), nullptr);
   for (int r = 0; r < local; ++r) {
     const auto [begin, end] = replicas->slice(n, r);
     if (end <= begin) continue;
-    steps[static_cast<std::size_t>(r)].emplace(replicas->plan(r, end - begin, true), rows_of(batch.global, begin, end),
-                                               n, r);
+    Plan& plan = replicas->plan(r, end - begin, true);
+    contexts[static_cast<std::size_t>(r)] = plan.options().replica;
+    steps[static_cast<std::size_t>(r)].emplace(plan, rows_of(batch.global, begin, end), n, r);
   }
   auto work = [&](int r) {
+    // fn runs in replica context: Optimizer::apply_gradients sums over the replicas (current_replica_context).
+    const ReplicaContextScope scope(contexts[static_cast<std::size_t>(r)]);
     if (auto& step = steps[static_cast<std::size_t>(r)]) fn(*step);
   };
   replicas->run(n, tower::detail::ReplicaWork(work), false);

@@ -24,6 +24,19 @@
 // variables, as the classic multi-GPU tower programs do and as fit's step does: with each replica's loss divided
 // by the global batch, N replicas then compute what one replica computes on the whole batch.
 //
+// Or, as TensorFlow's apply_gradients in replica context, inside run: there the optimizer sums the gradients over
+// the replicas itself (and over the workers) and updates every copy of the variables once (optimizer.h says how):
+//
+//   distribute::run(strategy, model, *batch, [&](distribute::ReplicaStep& step) {
+//     GradientTape tape;
+//     Tensor probs = step.call(tape, step.batch()[0]);
+//     Tensor loss = tape.loss(loss_fn, step.batch()[1], probs, {.global_batch_size = step.global_batch_size()});
+//     const std::vector<VariablePtr>& vars = step.trainable_weights();
+//     opt->apply_gradients(optimizers::zip(tape.gradient(loss, vars), vars));   // summed over the replicas
+//   });
+//
+// Every replica then makes the same apply_gradients calls; one that does not ends the step with an error.
+//
 // distribute_dataset: iterates the global batches of one input pipeline; run() splits each as fit splits it
 // (Replicas::slice: consecutive chunks of ceil(n / replicas in sync)).
 // run: calls fn once per local replica that has rows of the batch, in parallel on the replicas' threads (each
@@ -31,8 +44,10 @@
 // returned, in replica order. Model calls through ReplicaStep::call run the replica's own training plan for its
 // rows. Without replicas (the default strategy, or a model made outside any scope) fn runs once on this thread
 // on the model's own plan. Before fn runs, replicas holding their own copies of the variables (mirrored
-// variables) take the model's values (Replicas::sync_from_model), so updates applied to the model reach them.
-// An exception in fn is rethrown after every replica has finished. Throws std::invalid_argument when the model
+// variables) take the model's values (Replicas::sync_before_run), so updates applied to the model reach them;
+// once copies have followed their own gradients (skip_gradients_aggregation) they keep their values instead. fn
+// runs in replica context (current_replica_context(), api/engine/replica_context.h). An exception in fn is
+// rethrown after every replica has finished (a replica waiting for the failed one in a collective stops too). Throws std::invalid_argument when the model
 // belongs to another strategy.
 // reduce: SUM adds the per-replica tensors on the first value's device (copying the others there); MEAN divides
 // that sum by the number of values. Undefined tensors (unconnected gradients) are skipped; a position where every

@@ -142,6 +142,11 @@ class Replicas {
   // between train_on_batch calls, reach the copies at the next of these.) Nothing to do for replicas that share
   // the model's variables.
   virtual void sync_from_model() {}
+  // Before each step of distribute::run: sync_from_model(), except once replicas holding their own copies have
+  // updated them from their own gradients inside run (Optimizer::apply_gradients with skip_gradients_aggregation):
+  // each copy then follows its own gradients, as the components of TensorFlow's mirrored variables do, and keeps
+  // its values until the next sync_from_model (set_weights, load_weights, fit, evaluate, predict).
+  virtual void sync_before_run() { sync_from_model(); }
   // Non-null when fit runs through other processes (see RemoteTraining).
   virtual RemoteTraining* remote() { return nullptr; }
 };

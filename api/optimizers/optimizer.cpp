@@ -4,7 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "api/backend/backend.h"
@@ -234,7 +237,8 @@ void Optimizer::update_variables(const std::vector<VariablePtr>& variables, Devi
   backend::get(device).apply_update(prepared_update_, update_list_);
 }
 
-void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars) {
+void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars,
+                                const ApplyOptions& options) {
   std::vector<VariablePtr> variables;
   std::vector<Tensor> gradients;
   variables.reserve(grads_and_vars.size());
@@ -243,7 +247,7 @@ void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>
     gradients.push_back(gradient);
     variables.push_back(variable);
   }
-  apply_gradients(variables, gradients);
+  apply_gradients(variables, gradients, options);
 }
 
 std::vector<std::pair<Tensor, VariablePtr>> zip(const std::vector<Tensor>& gradients,
@@ -323,10 +327,218 @@ void Optimizer::append_step_fingerprint(std::vector<std::uintptr_t>& fingerprint
   fingerprint.push_back(prepared_update_.step.index() * 2 + (prepared_update_.weight_decay != 0.f ? 1 : 0));
 }
 
-void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
+void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                                const ApplyOptions& options) {
+  if (ReplicaContext* context = current_replica_context()) {
+    apply_in_replica(*context, variables, gradients, !options.skip_gradients_aggregation);
+    return;
+  }
   prepare_step(variables, gradients);
   run_step();
   finish_step();
+}
+
+// ---- apply_gradients in replica context ----------------------------------------------------------------------
+
+struct Optimizer::ReplicaState {
+  // The summed gradients: one flat buffer (one all-reduce), a view of it per defined gradient.
+  Tensor flat;
+  std::vector<Tensor> sums;
+  // One copy of the variables (the first replica): the variables updated and their gradients on their device,
+  // with the copies made for gradients elsewhere.
+  std::vector<VariablePtr> targets;
+  std::vector<Tensor> target_gradients, staged;
+  // Mirrored variables (the other replicas): the optimizer of this replica's copies, and the iterations() of this
+  // optimizer after the last step the two took together.
+  std::shared_ptr<Optimizer> copy;
+  std::int64_t in_step_with = -1;
+  std::vector<VariablePtr> model_variables;
+};
+
+Optimizer::~Optimizer() = default;
+
+Optimizer::ReplicaState& Optimizer::replica_state(int r) {
+  const std::lock_guard<std::mutex> lock(replica_mutex_);
+  const auto ur = static_cast<std::size_t>(r);
+  if (replica_states_.size() <= ur) replica_states_.resize(ur + 1);
+  if (!replica_states_[ur]) replica_states_[ur] = std::make_unique<ReplicaState>();
+  return *replica_states_[ur];
+}
+
+void Optimizer::apply_in_replica(ReplicaContext& context, const std::vector<VariablePtr>& variables,
+                                 const std::vector<Tensor>& gradients, bool aggregate) {
+  check_gradients(variables, gradients);
+  check_same_call(context, variables, gradients, aggregate);
+  const bool mirrored = context.mirrored_variables();
+  const int replicas = context.num_replicas_in_sync();
+  if (!aggregate && !mirrored && replicas > 1)
+    throw std::invalid_argument(type_ + ".apply_gradients inside distribute::run: skip_gradients_aggregation applies "
+                                "each replica's own gradients to its own copies of the variables, but these " +
+                                std::to_string(replicas) + " replicas share one copy (replicas on one device share the "
+                                "model's variables, CentralStorageStrategy keeps one); sum the gradients (the "
+                                "default), or give each replica copies of its own (MirroredStrategy's "
+                                "mirror_variables)");
+  ReplicaState& state = replica_state(context.local_replica_id());
+  const std::vector<Tensor>* summed = &gradients;
+  if (aggregate && replicas > 1) {
+    sum_over_replicas(context, state, gradients);
+    summed = &state.sums;
+  }
+  if (mirrored)
+    update_own_copies(context, state, variables, *summed, aggregate);
+  else
+    update_once(context, state, variables, *summed);
+}
+
+namespace {
+
+// The variables' paths and shapes, in order, and which have a gradient, as a 52-bit number (exact in a double).
+double call_fingerprint(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  const auto mix = [&](std::uint64_t x) {
+    h ^= x;
+    h *= 1099511628211ULL;
+  };
+  for (std::size_t k = 0; k < variables.size(); ++k) {
+    for (const char c : variables[k]->path) mix(static_cast<unsigned char>(c));
+    mix(0x100);
+    for (const Index d : variables[k]->value.shape().dims()) mix(static_cast<std::uint64_t>(d));
+    mix(gradients[k].defined() ? 0x101 : 0x102);
+  }
+  return static_cast<double>(h >> 12);
+}
+
+}  // namespace
+
+void Optimizer::check_same_call(ReplicaContext& context, const std::vector<VariablePtr>& variables,
+                                const std::vector<Tensor>& gradients, bool aggregate) const {
+  const int replicas = context.num_replicas_in_sync();
+  if (replicas <= 1) return;
+  // Each replica writes its call's description into its own slot; the sum gives every replica all of them.
+  constexpr std::size_t kFields = 3;
+  std::vector<double> calls(static_cast<std::size_t>(replicas) * kFields, 0.0);
+  double* mine = calls.data() + static_cast<std::size_t>(context.replica_id_in_sync_group()) * kFields;
+  mine[0] = static_cast<double>(variables.size());
+  mine[1] = aggregate ? 1.0 : 0.0;
+  mine[2] = call_fingerprint(variables, gradients);
+  context.all_reduce_sum(calls.data(), calls.size());
+  const double* first = calls.data();
+  for (int q = 1; q < replicas; ++q) {
+    const double* other = calls.data() + static_cast<std::size_t>(q) * kFields;
+    std::string differs;
+    if (other[0] != first[0])
+      differs = "applies gradients to " + std::to_string(static_cast<long long>(other[0])) + " variables and replica 0 to " +
+                std::to_string(static_cast<long long>(first[0]));
+    else if (other[1] != first[1])
+      differs = std::string(other[1] != 0.0 ? "sums" : "skips summing (skip_gradients_aggregation)") +
+                " the gradients over the replicas and replica 0 " + (first[1] != 0.0 ? "sums them" : "does not");
+    else if (other[2] != first[2])
+      differs = "applies gradients to other variables than replica 0 (their paths or shapes in order, or which of "
+                "them have a gradient, differ)";
+    if (!differs.empty())
+      throw std::invalid_argument(type_ + ".apply_gradients inside distribute::run: replica " + std::to_string(q) +
+                                  " " + differs +
+                                  "; every replica must apply gradients for the same variables, in the same order, "
+                                  "with the same options");
+  }
+}
+
+void Optimizer::sum_over_replicas(ReplicaContext& context, ReplicaState& state, const std::vector<Tensor>& gradients) {
+  Index total = 0;
+  std::optional<Device> device;
+  for (const Tensor& g : gradients) {
+    if (!g.defined()) continue;
+    total += g.numel();
+    if (!device) device = g.device();
+  }
+  bool laid_out = state.flat.defined() && state.flat.device() == *device && state.flat.numel() == std::max<Index>(total, 1) &&
+                  state.sums.size() == gradients.size();
+  for (std::size_t k = 0; laid_out && k < gradients.size(); ++k)
+    laid_out = state.sums[k].defined() == gradients[k].defined() &&
+               (!gradients[k].defined() || state.sums[k].shape() == gradients[k].shape());
+  if (!laid_out) {
+    state.flat = Tensor(Shape{std::max<Index>(total, 1)}, DType::float32, *device);
+    state.sums.assign(gradients.size(), Tensor());
+    Index offset = 0;
+    for (std::size_t k = 0; k < gradients.size(); ++k) {
+      if (!gradients[k].defined()) continue;
+      const Index n = gradients[k].numel();
+      state.sums[k] = state.flat.slice(offset, offset + n).reshape(gradients[k].shape());
+      offset += n;
+    }
+  }
+  for (std::size_t k = 0; k < gradients.size(); ++k)
+    if (gradients[k].defined()) state.sums[k].copy_from(gradients[k]);
+  context.all_reduce_sum(state.flat.data<float>(), static_cast<std::size_t>(total), *device);
+}
+
+void Optimizer::update_once(ReplicaContext& context, ReplicaState& state, const std::vector<VariablePtr>& variables,
+                            const std::vector<Tensor>& gradients) {
+  context.merge_call([&] {
+    // The first replica's variables, or the model's that its copies were read from, on their device.
+    state.targets = variables;
+    context.to_model_variables(state.targets);
+    state.target_gradients = gradients;
+    state.staged.resize(gradients.size());
+    for (std::size_t k = 0; k < gradients.size(); ++k) {
+      const Tensor& g = gradients[k];
+      const Tensor& v = state.targets[k]->value;
+      if (!g.defined() || g.device() == v.device()) continue;
+      Tensor& staged = state.staged[k];
+      if (!staged.defined() || staged.device() != v.device() || staged.shape() != g.shape())
+        staged = Tensor(g.shape(), DType::float32, v.device());
+      staged.copy_from(g);
+      state.target_gradients[k] = staged;
+    }
+    prepare_step(state.targets, state.target_gradients);
+    run_step();
+    finish_step();
+  });
+}
+
+void Optimizer::update_own_copies(ReplicaContext& context, ReplicaState& state,
+                                  const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                                  bool aggregate) {
+  const int r = context.local_replica_id();
+  Optimizer* optimizer = this;
+  if (r > 0) {
+    // Before the first replica steps this optimizer: the copy takes its step and learning rate, and its slots when
+    // it has stepped without the copy (outside run, a restored checkpoint, a step this replica had no rows for).
+    if (!state.copy) {
+      try {
+        state.copy = optimizer_from_config(serialize());
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(type_ + ".apply_gradients inside distribute::run: replica " + std::to_string(r) +
+                                    " updates its own copies of the variables with a copy of this optimizer, made "
+                                    "from its config, and the config does not rebuild: " + e.what());
+      }
+    }
+    Optimizer& copy = *state.copy;
+    copy.set_iterations(iterations_);
+    if (copy.learning_rate() != learning_rate()) copy.set_learning_rate(learning_rate());
+    if (state.in_step_with != iterations_ && built_) {
+      copy.build(variables);
+      state.model_variables = variables;
+      context.to_model_variables(state.model_variables);
+      for (std::size_t k = 0; k < variables.size(); ++k) {
+        const auto mine = index_by_variable_.find(state.model_variables[k].get());
+        const auto theirs = copy.index_by_variable_.find(variables[k].get());
+        // A variable either has not seen: its prepare_step below says so.
+        if (mine == index_by_variable_.end() || theirs == copy.index_by_variable_.end()) continue;
+        const auto& from = slots_by_variable_[mine->second];
+        const auto& to = copy.slots_by_variable_[theirs->second];
+        for (std::size_t j = 0; j < from.size() && j < to.size(); ++j) to[j].second->value.copy_from(from[j].second->value);
+      }
+    }
+    optimizer = &copy;
+  }
+  // Every copy has read this optimizer before the first replica changes it.
+  context.merge_call([] {});
+  optimizer->prepare_step(variables, gradients);
+  optimizer->run_step();
+  optimizer->finish_step();
+  if (r > 0) state.in_step_with = optimizer->iterations();
+  if (!aggregate) context.own_copies_diverged();
 }
 
 namespace {

@@ -25,8 +25,30 @@
 //                                                .decay_rate = 0.9}))
 //
 // The handle converts to OptimizerPtr and reaches the Impl with ->.
+//
+// In replica context (TensorFlow's apply_gradients inside strategy.run): called from the function that
+// distribute::run runs on each replica, with several replicas in sync, apply_gradients first sums every gradient
+// over the replicas (ReplicaContext::all_reduce_sum on the replicas' devices, and over the workers), as
+// TensorFlow's experimental_aggregate_gradients = True does, then applies the sum:
+//   - replicas sharing one copy of the variables (CPU replicas and logical GPUs of one GPU share the model's;
+//     CentralStorageStrategy keeps one): the update is made once, by the first replica while the others wait
+//     (ReplicaContext::merge_call), to the model's variables (those a replica reading copies passed are mapped to
+//     them), with the sum copied to the variables' device where it is elsewhere;
+//   - mirrored variables (each replica trains its own copies): every replica applies the same update to its own
+//     copies, the first with this optimizer, the others with a copy of it each (made from its config, on the
+//     replica's device, its slots taken from this one's whenever this one has stepped without them), so the
+//     copies stay equal, as fit keeps them.
+// iterations() advances once per step. With ApplyOptions::skip_gradients_aggregation each replica applies its own
+// gradients unsummed: with mirrored variables each copy follows its own replica's gradients (and keeps its values
+// across the steps of run, Replicas::sync_before_run); with one shared copy it throws std::invalid_argument, as
+// TensorFlow refuses to apply several values to one variable. Outside run, or with one replica in sync, nothing
+// changes. Every replica must make the same calls: gradients for the same variables (by path and shape) in the
+// same order, the same ones defined, the same option; a mismatch throws std::invalid_argument on every replica
+// naming the two that differ, and a replica that makes no call while another does ends the step with
+// std::logic_error (distribute::run rethrows either), never a hang.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +61,7 @@
 #include "api/io/config.h"
 #include "api/io/registry.h"
 #include "api/engine/layer.h"
+#include "api/engine/replica_context.h"
 #include "api/optimizers/schedules.h"
 
 namespace tower::optimizers {
@@ -65,12 +88,19 @@ BaseOptions base_options_of(const Options& o) {
   return BaseOptions{o.weight_decay, o.clipnorm, o.clipvalue, o.global_clipnorm};
 }
 
+// How apply_gradients treats the gradients inside distribute::run (see above).
+struct ApplyOptions {
+  // TensorFlow's skip_gradients_aggregation (experimental_aggregate_gradients = False): each replica's own
+  // gradients, not their sum over the replicas.
+  bool skip_gradients_aggregation = false;
+};
+
 class Optimizer {
  public:
   // Throws std::invalid_argument for a negative or non-finite learning rate, a negative weight_decay, a clip
   // value <= 0, or more than one clipping option.
   Optimizer(std::string type, schedules::LearningRate learning_rate, BaseOptions base);
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -80,10 +110,13 @@ class Optimizer {
   // gradient's shape, dtype or device differs from its variable's (naming the variable), no gradient is defined,
   // a variable was not in the first call's list (the optimizer builds its slots for exactly those), or the
   // variables, or a variable and its slots, are on different devices.
-  void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
+  // In replica context it sums the gradients over the replicas first (see above).
+  void apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
+                       const ApplyOptions& options = {});
   // Keras' apply_gradients(zip(grads, vars)): (gradient, variable) pairs, as GradientTape::gradient returns them
   // beside its variables (optimizers::zip makes the pairs); the same steps, clipping and errors as above.
-  void apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars);
+  void apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars,
+                       const ApplyOptions& options = {});
   // apply_gradients in the three parts a step captured as a CUDA graph needs (fit's captured steps):
   //   prepare_step: the host's part: the checks and errors of apply_gradients, build on the first call, and this
   //                 step's learning rate and scalars (bias corrections, weight decay) written to device memory;
@@ -147,6 +180,23 @@ class Optimizer {
   void check_argument(bool ok, const char* name, double value, const char* expected) const;
 
  private:
+  struct ReplicaState;
+  // apply_gradients on a replica of distribute::run (context.num_replicas_in_sync() > 1).
+  void apply_in_replica(ReplicaContext& context, const std::vector<VariablePtr>& variables,
+                        const std::vector<Tensor>& gradients, bool aggregate);
+  // Throws std::invalid_argument on every replica unless all replicas of the step made the same call.
+  void check_same_call(ReplicaContext& context, const std::vector<VariablePtr>& variables,
+                       const std::vector<Tensor>& gradients, bool aggregate) const;
+  // The defined gradients summed over the replicas, in state.sums (undefined where the gradient is).
+  void sum_over_replicas(ReplicaContext& context, ReplicaState& state, const std::vector<Tensor>& gradients);
+  // One copy of the variables: the first replica's update of the model's variables.
+  void update_once(ReplicaContext& context, ReplicaState& state, const std::vector<VariablePtr>& variables,
+                   const std::vector<Tensor>& gradients);
+  // Mirrored variables: this replica's update of its own copies.
+  void update_own_copies(ReplicaContext& context, ReplicaState& state, const std::vector<VariablePtr>& variables,
+                         const std::vector<Tensor>& gradients, bool aggregate);
+  // The state of local replica r (made on first use; safe from the replica threads).
+  ReplicaState& replica_state(int r);
   void check_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients) const;
   std::size_t index_of(const Variable* variable, std::size_t position) const;
   // The device of this call's variables; throws std::invalid_argument naming two that differ.
@@ -185,6 +235,9 @@ class Optimizer {
   backend::OptimizerUpdate prepared_update_;
   bool prepared_ = false, ran_ = false;
   Tensor scalars_host_, scalars_;
+  // Per local replica of distribute::run, its scratch and, with mirrored variables, its copy of this optimizer.
+  std::mutex replica_mutex_;
+  std::vector<std::unique_ptr<ReplicaState>> replica_states_;
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;

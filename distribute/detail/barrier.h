@@ -14,6 +14,13 @@ class Aborted : public std::runtime_error {
   Aborted() : std::runtime_error("the step was aborted because another replica failed") {}
 };
 
+// Thrown by Barrier::arrive_and_wait when a party has finished its step (Barrier::depart) while this one waits for
+// it, or before this one arrives: the replicas did not make the same collective calls.
+class Departed : public std::logic_error {
+ public:
+  explicit Departed(int who);
+};
+
 // A turn: a lock that the replica threads sharing one physical GPU take in turn while they issue work to it (the
 // GPU's backend, its library handles, workspace and plan caches, serves one host thread at a time; the GPU runs
 // one stream anyway, so turns cost only host-side overlap). While a TurnHold lives, its thread holds the turn,
@@ -37,12 +44,21 @@ class Barrier {
   void arrive_and_wait();
   // Wakes every waiting thread with Aborted, and makes every later arrival throw it until reset().
   void abort();
+  // Party `who` has finished its step and will not arrive again before reset(): a thread waiting for it at the
+  // barrier, and every later arrival, throws Departed naming it instead of waiting forever. Requires that the
+  // calling thread is not waiting at the barrier.
+  void depart(int who);
 
  private:
   int parties_ = 1;
   std::atomic<int> arrived_{0};
   std::atomic<std::uint32_t> generation_{0};
   std::atomic<bool> aborted_{false};
+  // The first departure of the step: who, and the generation it left in (a thread waiting in that generation
+  // waits for it).
+  std::atomic<bool> departing_{false}, departed_{false};
+  std::atomic<std::uint32_t> departed_generation_{0};
+  std::atomic<int> departed_who_{-1};
 };
 
 }  // namespace tower::distribute::detail

@@ -16,7 +16,7 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
                                    std::shared_ptr<Communicator> workers, std::string who, std::size_t bucket_cap_bytes,
                                    bool mirror_variables, bool nccl_between_workers, CentralStorage central)
     : model_(model), devices_(std::move(devices)), ops_(std::move(ops)), workers_(std::move(workers)),
-      who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_),
+      who_(message_prefix(who)), local_(static_cast<int>(devices_.size())), group_(local_, workers_, this),
       last_plan_(static_cast<std::size_t>(local_), nullptr),
       errors_(static_cast<std::size_t>(local_)), seed_(next_global_seed()), bucket_cap_bytes_(bucket_cap_bytes),
       turns_(static_cast<std::size_t>(local_), nullptr), nccl_between_workers_(nccl_between_workers),
@@ -62,6 +62,7 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
     copy_trainable_.resize(n);
     copy_sums_.resize(n);
     copy_sum_views_.resize(n);
+    model_variable_of_.resize(n);
     for (int r = 0; r < local_; ++r)
       if (has_copy(r)) make_copy(r);
   }
@@ -155,6 +156,17 @@ void MirroredReplicas::make_copy(int r) {
     it = std::get<0>(it->first) == r ? plans_.erase(it) : std::next(it);
   last_plan_[ur] = nullptr;
   copy_variables_to(r, false);
+  std::unordered_map<const Variable*, VariablePtr>& model_of = model_variable_of_[ur];
+  model_of.clear();
+  const std::vector<VariablePtr> copied = copies_[ur]->weights();
+  for (std::size_t i = 0; i < mine.size(); ++i) model_of.emplace(copied[i].get(), mine[i]);
+}
+
+void MirroredReplicas::to_model_variables(int r, std::vector<VariablePtr>& variables) const {
+  if (!has_copy(r)) return;
+  const std::unordered_map<const Variable*, VariablePtr>& model_of = model_variable_of_[static_cast<std::size_t>(r)];
+  for (VariablePtr& v : variables)
+    if (const auto it = model_of.find(v.get()); it != model_of.end()) v = it->second;
 }
 
 void MirroredReplicas::copy_variables_to(int r, bool only_non_trainable) {
@@ -362,6 +374,8 @@ void MirroredReplicas::replica_main(int r) {
       for (int b = tracker.reduced(); b < static_cast<int>(buckets_.size()); ++b) reduce_bucket(r, b);
       ops_->end_reduction(r, devices_);
     }
+    // A replica still waiting at a collective for this one would wait forever: it throws instead.
+    if (active_ > 1) group_.barrier().depart(r);
   } catch (const Aborted&) {
     // Another replica failed first; its exception is the one reported.
   } catch (...) {
@@ -470,7 +484,12 @@ void MirroredReplicas::update_copies(const optimizers::Optimizer& main, const to
   }
 }
 
+void MirroredReplicas::sync_before_run() {
+  if (!copies_diverged_) sync_from_model();
+}
+
 void MirroredReplicas::sync_from_model() {
+  copies_diverged_ = false;
   if (!mirrored_) return;
   for (int r = 1; r < local_; ++r) {
     const auto ur = static_cast<std::size_t>(r);

@@ -27,12 +27,14 @@
 // Replicas with their own copies take the sum in their own buffer (NcclAllReduce within one worker leaves it
 // there; otherwise it is copied from the first replica's device). Plans and buffers are made on first use per
 // batch size, so steady-state steps allocate nothing.
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "api/models/distribution.h"
@@ -58,7 +60,7 @@ struct CentralStorage {
   bool read_copies = false;                // for tests: replicas on the parameter device read copies too
 };
 
-class MirroredReplicas final : public tower::detail::Replicas {
+class MirroredReplicas final : public tower::detail::Replicas, private ReplicaVariables {
  public:
   // Replicas of `model` on `devices`, reduced by `ops` in buckets of bucket_cap_bytes; with `workers`, the same
   // number of replicas on every worker, whose sums are added over the workers with NCCL (nccl_between_workers:
@@ -84,8 +86,9 @@ class MirroredReplicas final : public tower::detail::Replicas {
   void after_update() override;
   void update_copies(const optimizers::Optimizer& main, const tower::detail::CopyUpdate& update) override;
   void sync_from_model() override;
+  void sync_before_run() override;
   // True when replicas hold their own copies of the variables.
-  bool mirrored() const { return mirrored_; }
+  bool mirrored() const override { return mirrored_; }
   // True when replica r computes with a model of its own: a mirrored copy, or a copy it reads the central
   // variables into.
   bool has_copy(int r) const;
@@ -127,6 +130,9 @@ class MirroredReplicas final : public tower::detail::Replicas {
   // The summed gradients for replica r's copies, on its device.
   const std::vector<Tensor>& copy_gradients(int r);
   std::uint64_t plan_seed(int global_replica, Index batch, bool training) const;
+  // ReplicaVariables, for updates in replica context.
+  void to_model_variables(int r, std::vector<VariablePtr>& variables) const override;
+  void own_copies_diverged() override { copies_diverged_ = true; }
 
   ModelImpl& model_;
   std::vector<LogicalDevice> devices_;
@@ -171,6 +177,10 @@ class MirroredReplicas final : public tower::detail::Replicas {
   std::vector<std::vector<VariablePtr>> copy_trainable_;
   std::vector<Tensor> copy_sums_;
   std::vector<std::vector<Tensor>> copy_sum_views_;
+  // Per replica with a copy: the model's variable of each of its copies (to_model_variables).
+  std::vector<std::unordered_map<const Variable*, VariablePtr>> model_variable_of_;
+  // Set when copies followed their own gradients inside distribute::run; cleared by sync_from_model.
+  std::atomic<bool> copies_diverged_{false};
   // Central storage: the variables' device, per replica whether it reads a copy, and the sum on that device.
   std::optional<Device> central_;
   std::vector<bool> reads_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -66,6 +67,30 @@ TEST(Barrier, AnAbortReachesAThreadThatGaveItsTurnUp) {
   EXPECT_TRUE(turn.try_lock());
   turn.unlock();
   const TurnHold none(nullptr);  // replicas with a device of their own hold nothing
+  barrier.reset(1);
+  EXPECT_NO_THROW(barrier.arrive_and_wait());
+}
+
+// A party that finishes its step (depart) while another waits for it at the barrier ends that wait with Departed
+// naming it; later arrivals throw at once; a barrier that completed before the departure is not affected.
+TEST(Barrier, ADepartureEndsAWaitForTheDepartedParty) {
+  Barrier barrier;
+  barrier.reset(2);
+  std::thread partner([&] { barrier.arrive_and_wait(); });
+  barrier.arrive_and_wait();  // both met
+  partner.join();
+  std::string message;
+  std::thread waiter([&] {
+    try {
+      barrier.arrive_and_wait();
+    } catch (const Departed& e) {
+      message = e.what();
+    }
+  });
+  barrier.depart(1);
+  waiter.join();
+  EXPECT_NE(message.find("replica 1 finished its step"), std::string::npos) << message;
+  EXPECT_THROW(barrier.arrive_and_wait(), Departed);
   barrier.reset(1);
   EXPECT_NO_THROW(barrier.arrive_and_wait());
 }

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <set>
 #include <thread>
 
@@ -37,10 +39,11 @@ Model make_model(const std::optional<distribute::Strategy>& strategy, bool batch
 }
 
 std::vector<Tensor> fit_weights(const std::optional<distribute::Strategy>& strategy, bool batch_norm,
-                                const std::vector<Tensor>& initial) {
+                                const std::vector<Tensor>& initial,
+                                optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1)) {
   Model model = make_model(strategy, batch_norm);
   model.set_weights(initial);
-  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
+  model.compile(std::move(optimizer), losses::SparseCategoricalCrossentropy());
   FitOptions options;
   options.verbose = 0;
   model.fit(dataset(), options);
@@ -191,6 +194,241 @@ TEST(CustomLoop, RunRejectsAModelOfAnotherStrategy) {
   // A model made outside any scope under a strategy of 2 replicas.
   Model outside = make_model(std::nullopt, false);
   EXPECT_THROW(distribute::run(b, outside, *batch, [](distribute::ReplicaStep&) {}), std::invalid_argument);
+}
+
+// ---- apply_gradients inside run (TensorFlow's apply_gradients in replica context) ------------------------------
+// Each replica calls the one optimizer's apply_gradients with its own gradients of its loss share; the optimizer
+// sums them over the replicas and applies the sum once per copy of the variables, so the loop ends where fit ends.
+
+std::vector<Tensor> values_of(const std::vector<VariablePtr>& variables) {
+  std::vector<Tensor> out;
+  for (const VariablePtr& v : variables) out.push_back(v->value.clone());
+  return out;
+}
+
+struct InsideResult {
+  std::vector<Tensor> weights;
+  int steps = 0;
+  // Per replica of the last step: its copies of the trainable weights right after its apply_gradients.
+  std::vector<std::vector<Tensor>> last_copies;
+};
+
+// Per replica and step: the replica's trainable weights before its update, its own gradients, and after.
+struct Observed {
+  std::vector<Tensor> before, gradients, after;
+};
+
+InsideResult apply_inside_run(const distribute::Strategy& strategy, const std::vector<Tensor>& initial,
+                              const optimizers::OptimizerPtr& optimizer, optimizers::ApplyOptions options = {},
+                              std::vector<std::vector<Observed>>* observed = nullptr) {
+  Model model = make_model(strategy, false);
+  model.set_weights(initial);
+  losses::LossPtr loss_fn = losses::SparseCategoricalCrossentropy();
+  InsideResult result;
+  auto it = distribute::distribute_dataset(strategy, dataset()).make_iterator();
+  while (auto batch = it.next()) {
+    const auto per_replica = distribute::run(strategy, model, *batch, [&](distribute::ReplicaStep& step) {
+      GradientTape tape;
+      Tensor probs = step.call(tape, step.batch()[0]);
+      Tensor loss = tape.loss(loss_fn, step.batch()[1], probs, {.global_batch_size = step.global_batch_size()});
+      const std::vector<VariablePtr>& vars = step.trainable_weights();
+      Observed o;
+      o.before = values_of(vars);
+      const std::vector<Tensor> grads = tape.gradient(loss, vars);
+      for (const Tensor& g : grads) o.gradients.push_back(g.clone());
+      optimizer->apply_gradients(optimizers::zip(grads, vars), options);
+      o.after = values_of(vars);
+      return o;
+    });
+    result.last_copies.clear();
+    for (const Observed& o : per_replica.values) result.last_copies.push_back(o.after);
+    if (observed) observed->push_back(per_replica.values);
+    ++result.steps;
+  }
+  result.weights = model.get_weights();
+  return result;
+}
+
+// The loop above, fit without a strategy, fit under the strategy and the reduce-outside loop end at the same
+// weights; the optimizer stepped once per global batch.
+void expect_inside_run_equals_fit(const distribute::Strategy& strategy, std::uint64_t seed, const std::string& what,
+                                  bool replicas_read_copies = false) {
+  set_random_seed(seed);
+  const std::vector<Tensor> initial = make_model(std::nullopt, false).get_weights();
+  optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1);
+  const InsideResult inside = apply_inside_run(strategy, initial, optimizer);
+  EXPECT_EQ(inside.steps, kSteps);
+  EXPECT_EQ(optimizer->iterations(), kSteps) << what << ": one step per global batch, not one per replica";
+  EXPECT_GT(relative_difference(inside.weights[0], initial[0]), 1e-3);
+  expect_same_weights(inside.weights, fit_weights(std::nullopt, false, initial), what + " against fit");
+  expect_same_weights(inside.weights, fit_weights(strategy, false, initial), what + " against fit on the strategy");
+  expect_same_weights(inside.weights, custom_loop(strategy, false, initial).weights,
+                      what + " against reduce(SUM) outside run");
+  // Every replica's copy (the shared one, or its own) holds the final weights; copies read from central storage
+  // are read again at the next step.
+  ASSERT_EQ(inside.last_copies.size(), static_cast<std::size_t>(strategy.num_replicas_in_sync()));
+  if (!replicas_read_copies)
+    for (std::size_t r = 0; r < inside.last_copies.size(); ++r)
+    expect_same_weights(inside.last_copies[r], inside.weights, what + ", replica " + std::to_string(r) + "'s copy");
+}
+
+TEST(CustomLoop, ApplyGradientsInsideRunOnTwoCpuReplicasEqualsFit) {
+  expect_inside_run_equals_fit(distribute::MirroredStrategy({"cpu:0", "cpu:1"}), 51, "2 replicas sharing the variables");
+}
+
+TEST(CustomLoop, ApplyGradientsInsideRunOnThreeCpuReplicasEqualsFit) {
+  expect_inside_run_equals_fit(distribute::MirroredStrategy({"cpu:0", "cpu:1", "cpu:2"}), 52,
+                               "3 replicas sharing the variables");
+}
+
+TEST(CustomLoop, ApplyGradientsInsideRunWithMirroredVariablesEqualsFit) {
+  expect_inside_run_equals_fit(distribute::MirroredStrategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true}),
+                               53, "2 replicas with mirrored variables");
+  expect_inside_run_equals_fit(
+      distribute::MirroredStrategy({"cpu:0", "cpu:1", "cpu:2"}, nullptr, {.mirror_variables = true}), 54,
+      "3 replicas with mirrored variables");
+}
+
+TEST(CustomLoop, ApplyGradientsInsideRunUnderCentralStorageEqualsFit) {
+  expect_inside_run_equals_fit(distribute::CentralStorageStrategy({"cpu:0", "cpu:1"}), 55,
+                               "central storage, replicas computing with the variables in place");
+  // Replicas computing with copies read from the central variables: the update reaches the central ones once.
+  expect_inside_run_equals_fit(distribute::CentralStorageStrategy({"cpu:0", "cpu:1", "cpu:2"}, std::nullopt,
+                                                                  {.read_copies = true}),
+                               56, "central storage, replicas reading copies", true);
+}
+
+// Adam's slots: each replica's copy of the optimizer keeps its own slots, which take the same steps as the
+// model's optimizer's, so the mirrored copies stay equal and end where fit ends.
+TEST(CustomLoop, ApplyGradientsInsideRunWithMirroredVariablesKeepsAdamsSlotsInStep) {
+  set_random_seed(57);
+  const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1", "cpu:2"}, nullptr, {.mirror_variables = true});
+  const std::vector<Tensor> initial = make_model(std::nullopt, false).get_weights();
+  optimizers::OptimizerPtr adam = optimizers::Adam(1e-2);
+  const InsideResult inside = apply_inside_run(strategy, initial, adam);
+  EXPECT_EQ(adam->iterations(), kSteps);
+  expect_same_weights(inside.weights, fit_weights(strategy, false, initial, optimizers::Adam(1e-2)), "Adam");
+  for (std::size_t r = 0; r < inside.last_copies.size(); ++r)
+    expect_same_weights(inside.last_copies[r], inside.weights, "Adam, replica " + std::to_string(r) + "'s copy");
+}
+
+// skip_gradients_aggregation with mirrored variables: each copy takes its own replica's gradient (plain SGD:
+// after = before - 0.1 * own gradient), keeps its values from one step to the next, and the copies drift apart;
+// the model's weights are the first replica's copy. The optimizer still counts one step per global batch.
+TEST(CustomLoop, SkipGradientsAggregationLetsEachCopyFollowItsOwnGradients) {
+  set_random_seed(58);
+  const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
+  const std::vector<Tensor> initial = make_model(std::nullopt, false).get_weights();
+  optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1);
+  std::vector<std::vector<Observed>> observed;
+  const InsideResult inside =
+      apply_inside_run(strategy, initial, optimizer, {.skip_gradients_aggregation = true}, &observed);
+  EXPECT_EQ(optimizer->iterations(), kSteps);
+  ASSERT_EQ(observed.size(), static_cast<std::size_t>(kSteps));
+  for (std::size_t t = 0; t < observed.size(); ++t)
+    for (std::size_t r = 0; r < observed[t].size(); ++r) {
+      const Observed& o = observed[t][r];
+      for (std::size_t k = 0; k < o.before.size(); ++k) {
+        const std::vector<float> before = o.before[k].to_vector(), grad = o.gradients[k].to_vector(),
+                                 after = o.after[k].to_vector();
+        for (std::size_t i = 0; i < before.size(); ++i)
+          ASSERT_NEAR(after[i], before[i] - 0.1f * grad[i], 1e-6) << "step " << t << ", replica " << r << ", weight " << k;
+      }
+      // Each copy starts a step where its own last step left it (not at the model's values).
+      if (t > 0 && r < observed[t - 1].size())
+        for (std::size_t k = 0; k < o.before.size(); ++k)
+          EXPECT_EQ(relative_difference(o.before[k], observed[t - 1][r].after[k]), 0.0) << "step " << t << ", replica " << r;
+    }
+  EXPECT_GT(relative_difference(inside.last_copies[1][0], inside.last_copies[0][0]), 1e-4) << "the copies drifted apart";
+  expect_same_weights(inside.weights, inside.last_copies[0], "the model's weights are the first replica's copy");
+}
+
+// Replicas sharing one copy of the variables cannot each apply their own gradients to it: every replica throws.
+TEST(CustomLoop, SkipGradientsAggregationOnSharedVariablesThrows) {
+  const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  const std::vector<Tensor> initial = make_model(std::nullopt, false).get_weights();
+  optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1);
+  try {
+    apply_inside_run(strategy, initial, optimizer, {.skip_gradients_aggregation = true});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("share one copy"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(optimizer->iterations(), 0);
+}
+
+// What one step of `fn` on each replica ends with: the exception's message, or "" when run returned.
+template <class Fn>
+std::string run_step_error(const distribute::Strategy& strategy, Model& model, Fn fn) {
+  auto it = distribute::distribute_dataset(strategy, dataset()).make_iterator();
+  try {
+    distribute::run(strategy, model, *it.next(), fn);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A replica that throws, or calls differently from the others, ends the step with an error naming the problem on
+// every replica, never a hang; the next step runs normally.
+TEST(CustomLoop, ApplyGradientsInsideRunReportsFailuresAndMismatches) {
+  set_random_seed(59);
+  for (const bool mirrored : {false, true}) {
+    SCOPED_TRACE(mirrored ? "mirrored variables" : "shared variables");
+    const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1", "cpu:2"}, nullptr, {.mirror_variables = mirrored});
+    Model model = make_model(strategy, false);
+    optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1);
+    losses::LossPtr loss_fn = losses::SparseCategoricalCrossentropy();
+    // The replica's gradients, or only the first `count` of them.
+    auto apply = [&](distribute::ReplicaStep& step, std::size_t count, optimizers::ApplyOptions options = {}) {
+      GradientTape tape;
+      Tensor probs = step.call(tape, step.batch()[0]);
+      Tensor loss = tape.loss(loss_fn, step.batch()[1], probs, {.global_batch_size = step.global_batch_size()});
+      std::vector<VariablePtr> vars = step.trainable_weights();
+      vars.resize(std::min(count, vars.size()));
+      optimizer->apply_gradients(optimizers::zip(tape.gradient(loss, vars), vars), options);
+    };
+    const std::size_t all = model.trainable_weights().size();
+
+    // Replica 1 fails before its apply_gradients while the others wait in theirs.
+    EXPECT_EQ(run_step_error(strategy, model, [&](distribute::ReplicaStep& step) {
+                if (step.local_index() == 1) throw std::runtime_error("replica 1 failed");
+                apply(step, all);
+              }),
+              "replica 1 failed");
+    // Replica 2 returns without calling apply_gradients.
+    std::string error = run_step_error(strategy, model, [&](distribute::ReplicaStep& step) {
+      if (step.local_index() != 2) apply(step, all);
+    });
+    EXPECT_NE(error.find("replica 2 finished its step"), std::string::npos) << error;
+    // Replica 1 applies gradients to fewer variables.
+    error = run_step_error(strategy, model,
+                           [&](distribute::ReplicaStep& step) { apply(step, step.local_index() == 1 ? 2 : all); });
+    EXPECT_NE(error.find("replica 1 applies gradients to 2 variables and replica 0 to " + std::to_string(all)),
+              std::string::npos)
+        << error;
+    // Replica 2 skips the aggregation, the others do not.
+    error = run_step_error(strategy, model, [&](distribute::ReplicaStep& step) {
+      apply(step, all, {.skip_gradients_aggregation = step.local_index() == 2});
+    });
+    EXPECT_NE(error.find("replica 2 skips summing"), std::string::npos) << error;
+    EXPECT_EQ(optimizer->iterations(), 0) << "no failed step updated the variables";
+    // And a step in which every replica makes the same call runs.
+    EXPECT_EQ(run_step_error(strategy, model, [&](distribute::ReplicaStep& step) { apply(step, all); }), "");
+    EXPECT_EQ(optimizer->iterations(), 1);
+  }
+}
+
+// Outside run, and on a model without replicas, apply_gradients is the plain update.
+TEST(CustomLoop, ApplyGradientsOutsideRunIsUnchanged) {
+  EXPECT_EQ(current_replica_context(), nullptr);
+  auto v = std::make_shared<Variable>();
+  v->name = v->path = "v";
+  v->value = Tensor::full({2}, 1.f);
+  optimizers::OptimizerPtr sgd = optimizers::SGD(0.5);
+  sgd->apply_gradients({v}, {Tensor::full({2}, 1.f)}, {.skip_gradients_aggregation = true});
+  EXPECT_EQ(v->value.to_vector(), (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_EQ(sgd->iterations(), 1);
 }
 
 }  // namespace
