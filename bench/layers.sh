@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
 # Tower vs PyTorch, single layers, same machine, same thread count, one run. Usage: bench/layers.sh [build dir]
+# [rounds=3]. The two frameworks take turns, `rounds` times (each turn times every layer, median of 20
+# forward+backward passes); each cell is the median of its rounds, so a few seconds of load on a shared machine
+# move one round, not the result.
 set -euo pipefail
 build=${1:-build}
+rounds=${2:-3}
 threads=${OMP_NUM_THREADS:-2}
 export OMP_NUM_THREADS=$threads
 here=$(dirname "$0")
-tower=$("$build/bin/bench_layers" 20)
-torch=$(python3 "$here/layers_torch.py" 20)
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$threads, $(date -u +%F)"
-echo "$("$build/bin/bench_cpu_isa"); PyTorch isa: $(python3 -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
+tower=""
+torch=""
+for ((r = 0; r < rounds; ++r)); do
+  tower+=$("$build/bin/bench_layers" 20)$'\n'
+  torch+=$(python3 "$here/layers_torch.py" 20)$'\n'
+done
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$threads, rounds=$rounds, $(date -u +%F)"
+echo "$("$build/bin/bench_cpu_isa"); $(python3 "$here/torch_isa.py")"
 python3 - "$tower" "$torch" <<'PY'
-import json, sys
-t = {d["layer"]: d["ms"] for d in map(json.loads, sys.argv[1].splitlines())}
-p = {d["layer"]: d["ms"] for d in map(json.loads, sys.argv[2].splitlines())}
-print(f"{'layer':24s} {'tower ms':>10s} {'torch ms':>10s} {'speedup':>8s}")
+import json, statistics, sys
+def medians(text):
+    runs = {}
+    for d in map(json.loads, filter(str.strip, text.splitlines())):
+        runs.setdefault(d["layer"], []).append(d["ms"])
+    return {k: (statistics.median(v), v) for k, v in runs.items()}
+t, p = medians(sys.argv[1]), medians(sys.argv[2])
+print(f"{'layer':24s} {'tower ms':>10s} {'torch ms':>10s} {'speedup':>8s}   rounds (tower / torch)")
 for k in t:
-    print(f"{k:24s} {t[k]:10.2f} {p[k]:10.2f} {p[k]/t[k]:7.2f}x")
+    rounds = " ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(t[k][1], p[k][1]))
+    print(f"{k:24s} {t[k][0]:10.2f} {p[k][0]:10.2f} {p[k][0] / t[k][0]:7.2f}x   {rounds}")
 PY

@@ -9,7 +9,7 @@ iters=${2:-10}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 here=$(dirname "$0")
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$OMP_NUM_THREADS, $(date -u +%F)"
-echo "$("$build/bin/bench_cpu_isa"); PyTorch isa: $(python3 -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
+echo "$("$build/bin/bench_cpu_isa"); $(python3 "$here/torch_isa.py")"
 tower=$(ONEDNN_VERBOSE=1 "$build/bin/bench_layers" "$iters" | grep '^onednn_verbose' || true)
 torch=$(ONEDNN_VERBOSE=profile_exec python3 "$here/layers_torch.py" "$iters" | grep '^onednn_verbose' || true)
 python3 - "$tower" "$torch" <<'PY'

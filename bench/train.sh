@@ -7,7 +7,7 @@ epochs=${2:-2}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 here=$(dirname "$0")
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$OMP_NUM_THREADS, epochs=$epochs, batch=128, $(date -u +%F)"
-echo "$("$build/bin/bench_cpu_isa"); PyTorch isa: $(python3 -c 'import torch; print(torch.backends.cpu.get_cpu_capability())')"
+echo "$("$build/bin/bench_cpu_isa"); $(python3 "$here/torch_isa.py")"
 # Keras runs when TensorFlow is installed; without it the table has Tower and PyTorch only.
 frameworks="torch keras"
 python3 -c "import tensorflow, keras" 2>/dev/null || { frameworks=torch; echo "keras: skipped (pip install tensorflow-cpu keras)"; }
