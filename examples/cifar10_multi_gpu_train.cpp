@@ -10,8 +10,6 @@
 // towers (cpu:0,cpu:1). E.g.  cifar10_multi_gpu_train --max_steps 200 --devices cpu:0,cpu:1
 //
 // What differs from the original:
-// - Tower has no LocalResponseNormalization layer: norm1 and norm2 are BatchNormalization (per-tower batch
-//   statistics), the normalization layer Tower has, in the original's places (after pool1, before pool2).
 // - The distortion keeps the random 24x24 crop, the left-right flip and per-image standardization, and leaves
 //   out the random brightness and contrast. Fashion-MNIST's 28x28x1 images are cropped to 24x24 as well.
 // - Each tower of the original dequeued a batch of its own from one shared queue; here the towers split a global
@@ -129,18 +127,21 @@ data::Dataset load(const Args& a, const std::string& split) {
   return a.data_dir.empty() ? data::fashion_mnist::load(split) : data::cifar10::load(a.data_dir, split);
 }
 
-// cifar10.inference: conv1, pool1, norm1, conv2, norm2, pool2, local3, local4, softmax_linear (logits).
+// cifar10.inference: conv1, pool1, norm1, conv2, norm2, pool2, local3, local4, softmax_linear (logits); norm1 and
+// norm2 are tf.nn.lrn(x, 4, bias=1.0, alpha=0.001 / 9.0, beta=0.75).
 Model inference(Index channels) {
   using initializers::TruncatedNormal;
   SymbolicTensor in = Input({kImageSize, kImageSize, channels});
   SymbolicTensor h = layers::Conv2D({.filters = 64, .kernel_size = 5, .padding = "same", .activation = "relu",
                                      .kernel_initializer = TruncatedNormal({.stddev = 5e-2}), .name = "conv1"})(in);
   h = layers::MaxPooling2D({.pool_size = 3, .strides = 2, .padding = "same", .name = "pool1"})(h);
-  h = layers::BatchNormalization({.name = "norm1"})(h);
+  h = layers::LocalResponseNormalization(
+      {.depth_radius = 4, .bias = 1.f, .alpha = 0.001f / 9.f, .beta = 0.75f, .name = "norm1"})(h);
   h = layers::Conv2D({.filters = 64, .kernel_size = 5, .padding = "same", .activation = "relu",
                       .kernel_initializer = TruncatedNormal({.stddev = 5e-2}),
                       .bias_initializer = initializers::Constant(0.1), .name = "conv2"})(h);
-  h = layers::BatchNormalization({.name = "norm2"})(h);
+  h = layers::LocalResponseNormalization(
+      {.depth_radius = 4, .bias = 1.f, .alpha = 0.001f / 9.f, .beta = 0.75f, .name = "norm2"})(h);
   h = layers::MaxPooling2D({.pool_size = 3, .strides = 2, .padding = "same", .name = "pool2"})(h);
   h = layers::Flatten()(h);
   h = layers::Dense({.units = 384, .activation = "relu", .kernel_initializer = TruncatedNormal({.stddev = 0.04}),

@@ -98,6 +98,13 @@ struct ActivationParams {
   float threshold = 0.f;        // relu only
 };
 
+// ---- local response normalization ------------------------------------------------------------------------
+// tf.nn.local_response_normalization's arguments (the formulas: math/lrn.h), TensorFlow's defaults.
+struct LrnParams {
+  Index depth_radius = 5;
+  float bias = 1.f, alpha = 1.f, beta = 0.5f;
+};
+
 // ---- optimizer updates ------------------------------------------------------------------------------------
 // A step's scalars, one struct per rule: Keras' formulas (math/optimizer_updates.h runs them), with the scalars
 // computed on the host in double precision and rounded once to float. The slots each rule reads are listed in
@@ -343,6 +350,13 @@ class Backend {
   virtual void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) = 0;
   virtual void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                                 Index inner) = 0;
+
+  // Local response normalization over the last axis of [positions, depth] (math/lrn.h): y = x / (bias + alpha *
+  // the sum of x^2 over the channels within depth_radius)^beta, and its gradient dx from the forward's x and y
+  // and dy (TensorFlow's LRNGrad). Requires depth_radius >= 0; no output may overlap an input.
+  virtual void lrn_forward(const LrnParams& p, const float* x, float* y, Index positions, Index depth) = 0;
+  virtual void lrn_backward(const LrnParams& p, const float* x, const float* y, const float* dy, float* dx,
+                            Index positions, Index depth) = 0;
 
   // Dropout: mask[i] = keep ? 1/(1-rate) : 0 from the stream of *seed (math/dropout.h); y = x * mask. The seed
   // is read on the device, from memory of this backend's device, when the op runs, so a captured graph draws a

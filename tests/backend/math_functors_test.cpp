@@ -20,6 +20,7 @@
 #include "api/backend/math/dropout.h"
 #include "api/backend/math/elementwise.h"
 #include "api/backend/math/global_pool.h"
+#include "api/backend/math/lrn.h"
 #include "api/backend/math/reductions.h"
 #include "api/backend/math/softmax.h"
 #include "api/core/random.h"
@@ -276,6 +277,32 @@ TEST(MathFunctors, SoftmaxOverAMiddleAndTheLastAxisMatchesItsFormula) {
       }
     expect_close(y, ey, 1e-5, what + " forward");
     expect_close(dx, edx, 1e-5, what + " backward");
+  }
+}
+
+// ---- local response normalization ---------------------------------------------------------------------------------
+
+// The CPU's threaded, vectorised loops give the bits of the functors called once per index, as the GPU's threads
+// call them (their formula is checked by the op table and tests/layers/local_response_normalization_test.cpp).
+TEST(MathFunctors, LrnLoopsGiveTheFunctorsBitsAtEveryIndex) {
+  struct Case {
+    Index depth;
+    LrnParams p;
+  };
+  for (const Case& c : {Case{37, {5, 1.f, 1.f, 0.5f}}, Case{64, {4, 1.f, 0.001f / 9, 0.75f}},
+                        Case{3, {10, 2.f, 1e-4f, 0.75f}}, Case{11, {0, 0.5f, 2.f, 1.f}}}) {
+    const Index positions = kLarge / c.depth + 1, n = positions * c.depth;
+    const std::string what = "lrn [" + std::to_string(positions) + ", " + std::to_string(c.depth) +
+                             "], depth_radius " + std::to_string(c.p.depth_radius);
+    const Floats x = random_values(n, 13, -3.f, 3.f), dy = random_values(n, 14);
+    Floats y = filled(n, NAN), dx = filled(n, NAN);
+    cpu().lrn_forward(c.p, x.data(), y.data(), positions, c.depth);
+    cpu().lrn_backward(c.p, x.data(), y.data(), dy.data(), dx.data(), positions, c.depth);
+    Floats host_y = filled(n, 0.f), host_dx = filled(n, 0.f);
+    run_on_host(n, math::LrnForward{x.data(), host_y.data(), c.depth, c.p});
+    run_on_host(n, math::LrnBackward{x.data(), y.data(), dy.data(), host_dx.data(), c.depth, c.p});
+    expect_bitwise_equal(y, host_y, what + " forward");
+    expect_bitwise_equal(dx, host_dx, what + " backward");
   }
 }
 

@@ -220,6 +220,62 @@ void softmax_cases(std::vector<OpCase>& t) {
   }
 }
 
+// ---- local response normalization ------------------------------------------------------------------------------
+
+// bias + alpha * the sum of the squares of row[d - r .. d + r] that exist, in double.
+double lrn_norm(const float* row, Index d, Index depth, const backend::LrnParams& p) {
+  double s = 0;
+  for (Index k = std::max<Index>(0, d - p.depth_radius); k <= std::min(depth - 1, d + p.depth_radius); ++k)
+    s += double(row[k]) * row[k];
+  return p.bias + double(p.alpha) * s;
+}
+
+void lrn_cases(std::vector<OpCase>& t) {
+  const Index positions = 37;
+  struct Case {
+    Index depth;
+    backend::LrnParams p;
+  };
+  // A radius inside the channels, one beyond them, and the CIFAR-10 model's norm1 (64 channels).
+  for (const Case& c : {Case{13, {4, 1.f, 0.3f, 0.75f}}, Case{5, {7, 0.5f, 1.f, 1.25f}},
+                        Case{64, {4, 1.f, 0.001f / 9, 0.75f}}}) {
+    const Index depth = c.depth;
+    const backend::LrnParams p = c.p;
+    const Index n = positions * depth;
+    const std::string args = "[" + str(positions) + "," + str(depth) + "], depth_radius=" + str(p.depth_radius);
+    t.push_back({"lrn_forward", "lrn_forward(" + args + ")", {n}, {n}, -3, 3, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.lrn_forward(p, i[0], o[0], positions, depth); },
+                 [=](OpBuffers& b) {
+                   for (Index i = 0; i < n; ++i) {
+                     const float* row = b.in[0].data() + (i - i % depth);
+                     b.out[0][i] = float(b.in[0][i] / std::pow(lrn_norm(row, i % depth, depth, p), double(p.beta)));
+                   }
+                 }});
+    // TensorFlow's LRNGrad, its loop written out: each channel j sends its gradient to the channels k of its window.
+    t.push_back({"lrn_backward", "lrn_backward(" + args + ")", {n, n, n}, {n}, -2, 2, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.lrn_backward(p, i[0], i[1], i[2], o[0], positions, depth);
+                 },
+                 [=](OpBuffers& b) {
+                   const std::vector<float>& x = b.in[0];
+                   const std::vector<float>& y = b.in[1];
+                   const std::vector<float>& dy = b.in[2];
+                   std::vector<double> dx(static_cast<std::size_t>(n), 0.0);
+                   for (Index row = 0; row < n; row += depth)
+                     for (Index j = 0; j < depth; ++j) {
+                       const double norm = lrn_norm(x.data() + row, j, depth, p);
+                       const Index last = std::min(depth - 1, j + p.depth_radius);
+                       for (Index k = std::max<Index>(0, j - p.depth_radius); k <= last; ++k) {
+                         double g = -2.0 * p.alpha * p.beta * x[row + k] * y[row + j] / norm;
+                         if (k == j) g += std::pow(norm, -double(p.beta));
+                         dx[row + k] += g * dy[row + j];
+                       }
+                     }
+                   for (Index i = 0; i < n; ++i) b.out[0][i] = float(dx[i]);
+                 }});
+  }
+}
+
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -849,6 +905,7 @@ std::vector<OpCase> op_table() {
   elementwise_cases(t);
   activation_cases(t);
   softmax_cases(t);
+  lrn_cases(t);
   dropout_cases(t);
   layout_cases(t);
   global_pool_cases(t);

@@ -18,6 +18,7 @@
 #include "api/backend/math/dropout.h"
 #include "api/backend/math/elementwise.h"
 #include "api/backend/math/global_pool.h"
+#include "api/backend/math/lrn.h"
 #include "api/backend/math/softmax.h"
 
 namespace tower::backend {
@@ -124,6 +125,23 @@ void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, In
                                   Index inner) {
   parallel_for(outer * inner, math::SoftmaxBackward{y, dy, dx, axis, inner},
                kParallelGrain / 4 / std::max<Index>(axis, 1));
+}
+
+namespace {
+// The number of squares an LRN element sums per window, bounded by the depth (at least 1).
+Index lrn_window_size(const LrnParams& p, Index depth) {
+  return 2 * std::min(std::max<Index>(depth, 1), p.depth_radius) + 1;
+}
+}  // namespace
+
+void CpuBackend::lrn_forward(const LrnParams& p, const float* x, float* y, Index positions, Index depth) {
+  elementwise(positions * depth, math::LrnForward{x, y, depth, p}, kParallelGrain / lrn_window_size(p, depth));
+}
+
+void CpuBackend::lrn_backward(const LrnParams& p, const float* x, const float* y, const float* dy, float* dx,
+                              Index positions, Index depth) {
+  const Index window = lrn_window_size(p, depth);
+  elementwise(positions * depth, math::LrnBackward{x, y, dy, dx, depth, p}, kParallelGrain / window / window);
 }
 
 void CpuBackend::dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) {

@@ -31,6 +31,9 @@ class CpuBackend final : public Backend {
   void softmax_forward(const float* x, float* y, Index outer, Index axis, Index inner) override;
   void softmax_backward(const float* y, const float* dy, float* dx, Index outer, Index axis,
                         Index inner) override;
+  void lrn_forward(const LrnParams& p, const float* x, float* y, Index positions, Index depth) override;
+  void lrn_backward(const LrnParams& p, const float* x, const float* y, const float* dy, float* dx, Index positions,
+                    Index depth) override;
   void dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) override;
   void transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) override;
   void copy_strided(const float* src, Index src_inner, float* dst, Index dst_inner, Index dst_offset,

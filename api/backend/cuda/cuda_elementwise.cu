@@ -1,6 +1,6 @@
-// The element-wise, activation, softmax, dropout, data-movement and global-pooling ops of CudaBackend: each
-// launches the functor of api/backend/math/ that the CPU backend runs (or, for the data movement, that the CPU
-// tests check against the CPU's copies) through for_each on the backend's stream.
+// The element-wise, activation, softmax, local response normalization, dropout, data-movement and global-pooling
+// ops of CudaBackend: each launches the functor of api/backend/math/ that the CPU backend runs (or, for the data
+// movement, that the CPU tests check against the CPU's copies) through for_each on the backend's stream.
 #include <initializer_list>
 #include <string>
 
@@ -10,6 +10,7 @@
 #include "api/backend/math/dropout.h"
 #include "api/backend/math/elementwise.h"
 #include "api/backend/math/global_pool.h"
+#include "api/backend/math/lrn.h"
 #include "api/backend/math/softmax.h"
 
 namespace tower::backend::cuda {
@@ -89,6 +90,17 @@ void CudaBackend::softmax_backward(const float* y, const float* dy, float* dx, I
                                    Index inner) {
   const std::string op = describe("softmax_backward (outer, axis, inner)", {outer, axis, inner});
   for_each(outer * inner, math::SoftmaxBackward{y, dy, dx, axis, inner}, stream(), op.c_str());
+}
+
+void CudaBackend::lrn_forward(const LrnParams& p, const float* x, float* y, Index positions, Index depth) {
+  const std::string op = describe("lrn_forward (positions, depth, depth_radius)", {positions, depth, p.depth_radius});
+  for_each(positions * depth, math::LrnForward{x, y, depth, p}, stream(), op.c_str());
+}
+
+void CudaBackend::lrn_backward(const LrnParams& p, const float* x, const float* y, const float* dy, float* dx,
+                               Index positions, Index depth) {
+  const std::string op = describe("lrn_backward (positions, depth, depth_radius)", {positions, depth, p.depth_radius});
+  for_each(positions * depth, math::LrnBackward{x, y, dy, dx, depth, p}, stream(), op.c_str());
 }
 
 void CudaBackend::dropout_mask(float* mask, Index n, float rate, const std::uint64_t* seed) {
