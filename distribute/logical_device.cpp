@@ -77,7 +77,7 @@ LogicalDevice parse_logical_device(const std::string& name, const std::string& c
   const std::string who = message_prefix(caller);
   const auto unknown = [&](const std::string& why) {
     return std::invalid_argument(who + "unknown device '" + name + "'" + why + ". Available devices: " +
-                                 available_devices());
+                                 available_devices(visible_gpus));
   };
   std::string t = lower(name);
   if (const auto job = t.find("/device:"); t.rfind("/job:", 0) == 0 && job != std::string::npos) t = t.substr(job);

@@ -64,7 +64,7 @@ TEST(VariableTransfer, OneCopyFromTheTensorIntoTheMessage) {
 }
 
 TEST(VariableTransfer, AViewCopiesItsOwnRows) {
-  const Tensor whole = Tensor::from_vector({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {3, 2});
+  const Tensor whole = Tensor::from_vector(std::vector<float>{1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {3, 2});
   std::string message;
   copy_out(whole.slice(1, 3), message);
   EXPECT_EQ(message, bytes_of({3.f, 4.f, 5.f, 6.f}));
