@@ -23,8 +23,6 @@ bool all_digits(const std::string& s) {
 // 0 until set or read from the environment.
 std::atomic<int> per_gpu_setting{0};
 
-int logical_gpu_count() { return cuda_device_count() * logical_gpus_per_gpu(); }
-
 }  // namespace
 
 void set_logical_gpus_per_gpu(int per_gpu) {
@@ -60,9 +58,10 @@ std::string message_prefix(const std::string& who) {
   return who + ": ";
 }
 
-std::string available_devices() {
+std::string available_devices() { return available_devices(cuda_device_count()); }
+
+std::string available_devices(int gpus) {
   std::string out = "cpu:0, cpu:1, ... (logical CPU devices, any index)";
-  const int gpus = cuda_device_count();
   if (gpus == 0) return out + "; no GPU visible";
   const int per_gpu = logical_gpus_per_gpu();
   for (const LogicalDevice& d : logical_gpus(gpus, per_gpu))
@@ -71,10 +70,14 @@ std::string available_devices() {
 }
 
 LogicalDevice parse_logical_device(const std::string& name, const std::string& caller) {
+  return parse_logical_device(name, caller, cuda_device_count());
+}
+
+LogicalDevice parse_logical_device(const std::string& name, const std::string& caller, int visible_gpus) {
   const std::string who = message_prefix(caller);
   const auto unknown = [&](const std::string& why) {
     return std::invalid_argument(who + "unknown device '" + name + "'" + why + ". Available devices: " +
-                                 available_devices());
+                                 available_devices(visible_gpus));
   };
   std::string t = lower(name);
   if (const auto job = t.find("/device:"); t.rfind("/job:", 0) == 0 && job != std::string::npos) t = t.substr(job);
@@ -89,7 +92,7 @@ LogicalDevice parse_logical_device(const std::string& name, const std::string& c
   const int i = std::stoi(index);
   if (kind == "cpu") return {"cpu:" + index, Device::cpu()};
   if (kind == "gpu" || kind == "cuda") {
-    if (i >= logical_gpu_count()) throw unknown(" (no such GPU)");
+    if (i >= visible_gpus * logical_gpus_per_gpu()) throw unknown(" (no such GPU)");
     return {"gpu:" + std::to_string(i), Device::cuda(i / logical_gpus_per_gpu())};
   }
   throw unknown("");

@@ -38,8 +38,13 @@ std::string message_prefix(const std::string& who);
 // Throws std::invalid_argument, starting with `who` and listing available_devices(), for a name that is not one
 // of the forms above or a GPU this process does not see.
 LogicalDevice parse_logical_device(const std::string& name, const std::string& who);
+// The same against `visible_gpus` physical GPUs instead of the cuda_device_count() this process sees: what a
+// process's device choice is decided (and tested) with.
+LogicalDevice parse_logical_device(const std::string& name, const std::string& who, int visible_gpus);
 // "cpu:0, cpu:1, ... (logical CPU devices, any index), gpu:0, gpu:1" (or "no GPU visible").
 std::string available_devices();
+// The same for `visible_gpus` physical GPUs.
+std::string available_devices(int visible_gpus);
 // What a strategy uses when given no devices: every logical GPU, else "cpu:0".
 std::vector<LogicalDevice> default_devices();
 // Parses a strategy's device list: throws std::invalid_argument (starting with `who`) for an empty list, a

@@ -29,6 +29,22 @@ std::vector<std::string> addresses(const Config& cluster, const std::string& rol
   return out;
 }
 
+// "worker_devices": a name (every worker) or a list of names (one per worker).
+std::vector<std::string> device_names(const Config& value) {
+  const auto fail = [&] {
+    return std::invalid_argument(std::string(kWho) + "cluster spec key \"worker_devices\" must be a device name or a "
+                                 "list of them (\"cuda:0\", \"cpu:0\"), got " + value.to_json());
+  };
+  if (value.is_string()) return {value.as_string()};
+  if (!value.is_list() || value.as_list().empty()) throw fail();
+  std::vector<std::string> out;
+  for (const Config& name : value.as_list()) {
+    if (!name.is_string()) throw fail();
+    out.push_back(name.as_string());
+  }
+  return out;
+}
+
 void check_positive(double value, const char* name) {
   if (!(value > 0) || !std::isfinite(value))
     throw std::invalid_argument(std::string(kWho) + name + " must be a finite number > 0, got " +
@@ -37,9 +53,9 @@ void check_positive(double value, const char* name) {
 
 class ParameterServerStrategyImpl final : public detail::StrategyImpl {
  public:
-  ParameterServerStrategyImpl(ClusterSpec spec, const ParameterServerOptions& options)
-      : spec_(std::move(spec)), devices_{parse_logical_device("cpu:0", kWho)} {
+  ParameterServerStrategyImpl(ClusterSpec spec, const ParameterServerOptions& options) : spec_(std::move(spec)) {
     spec_.validate();
+    devices_ = {spec_.compute_device(cuda_device_count())};
     check_positive(options.rpc_timeout_seconds, "rpc_timeout_seconds");
     check_positive(options.step_timeout_seconds, "step_timeout_seconds");
     check_positive(options.connect_timeout_seconds, "connect_timeout_seconds");
@@ -107,6 +123,13 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
       throw std::invalid_argument(std::string(kWho) + "cluster spec key \"task\".index must be an integer");
     spec.task_index = static_cast<int>(task.at("index").as_int());
   }
+  if (c.contains("worker_devices")) spec.worker_devices = device_names(c.at("worker_devices"));
+  if (c.contains("chief_device")) {
+    if (!c.at("chief_device").is_string())
+      throw std::invalid_argument(std::string(kWho) + "cluster spec key \"chief_device\" must be a device name "
+                                  "(\"cuda:0\", \"cpu:0\"), got " + c.at("chief_device").to_json());
+    spec.chief_device = c.at("chief_device").as_string();
+  }
   spec.validate();
   return spec;
 }
@@ -137,6 +160,33 @@ void ClusterSpec::validate() const {
   if (task_index < 0 || task_index >= static_cast<int>(tasks->size()))
     throw std::invalid_argument(std::string(kWho) + "task index " + std::to_string(task_index) + " of \"" +
                                 task_type + "\" is out of range: the cluster has " + std::to_string(tasks->size()));
+  if (worker_devices.size() > 1 && worker_devices.size() != worker.size())
+    throw std::invalid_argument(std::string(kWho) + "\"worker_devices\" names " +
+                                std::to_string(worker_devices.size()) + " devices for " +
+                                std::to_string(worker.size()) +
+                                " workers: give one device for every worker, or one per worker");
+}
+
+LogicalDevice ClusterSpec::compute_device(int visible_gpus) const {
+  validate();
+  if (task_type == "ps") return {"cpu:0", Device::cpu()};
+  const bool is_worker = task_type == "worker";
+  const std::string task = is_worker ? "worker " + std::to_string(task_index) + " (" +
+                                           worker.at(static_cast<std::size_t>(task_index)) + ")"
+                                     : "chief (" + chief.at(0) + ")";
+  std::string name = is_worker ? "" : chief_device, key = "chief_device";
+  bool chosen = !is_worker && !chief_device.empty();
+  if (is_worker && !worker_devices.empty()) {
+    const std::size_t i = worker_devices.size() == 1 ? 0 : static_cast<std::size_t>(task_index);
+    name = worker_devices[i];
+    key = worker_devices.size() == 1 ? "worker_devices" : "worker_devices[" + std::to_string(i) + "]";
+    chosen = true;
+  }
+  // The first of the devices a strategy given none uses (default_devices()), for the GPUs this process sees.
+  if (!chosen)
+    return visible_gpus > 0 ? logical_gpus(visible_gpus, logical_gpus_per_gpu()).front()
+                            : LogicalDevice{"cpu:0", Device::cpu()};
+  return parse_logical_device(name, std::string(kWho) + task + " computes on " + key, visible_gpus);
 }
 
 ParameterServerStrategy::ParameterServerStrategy(ClusterSpec cluster, ParameterServerOptions options)

@@ -29,13 +29,18 @@
 // - "worker": runs the steps the coordinator schedules on it: pulls every variable from the parameter servers,
 //   runs forward and backward on the next batch of the dataset given to its fit (repeated when it runs out; shard
 //   or shuffle it per worker with task_index(), as TensorFlow's dataset_fn does), pushes the gradients to the
-//   parameter servers and returns the step's loss and metrics. Workers never wait for one another.
+//   parameter servers and returns the step's loss and metrics. Workers never wait for one another. A worker
+//   computes on its compute device (ClusterSpec::compute_device: by default the first GPU its process sees, else
+//   the CPU): its model and plans live there, each pulled value is copied into its variable there (one copy from
+//   the received bytes), the step's inputs go there as fit's do, and each gradient comes back to the host once per
+//   step for the push.
 // - "chief" (the coordinator): at the start of fit sends its model's variables to the parameter servers, then
 //   queues steps_per_epoch steps per epoch; each idle worker takes the next one. Callbacks see each step's logs
 //   as it finishes (losses and metrics are means over the epoch's finished steps, weighted by their examples),
 //   and at the end of every epoch the model's variables take the parameter servers' values, so validation,
-//   checkpoints and evaluate after fit run on the chief with the trained variables. Only the chief writes files
-//   and logs.
+//   checkpoints and evaluate after fit run on the chief with the trained variables, on the chief's compute device.
+//   Only the chief writes files and logs.
+// Parameter servers always compute on the CPU (the optimizer's updates run on the host), as TensorFlow's do.
 //
 // Failures. Every call has a deadline. A worker that fails (its process died, or a step did not finish within
 // step_timeout_seconds) is dropped and its step runs on another worker; training goes on while one worker is
@@ -43,10 +48,12 @@
 // 1 (host4:2222)"); workers and parameter servers still reachable end their fit too. A worker or parameter server
 // that hears nothing for idle_timeout_seconds (the chief is gone) ends its fit with std::runtime_error.
 //
-// num_replicas_in_sync() is 1: each worker's step takes one whole batch, as TensorFlow's on a CPU worker.
+// num_replicas_in_sync() is 1: each worker's step takes one whole batch on its one compute device, as TensorFlow's
+// on a worker with one GPU. devices() is this process's compute device.
 #include <string>
 #include <vector>
 
+#include "distribute/logical_device.h"
 #include "distribute/strategy.h"
 
 namespace tower::distribute {
@@ -58,14 +65,29 @@ struct ClusterSpec {
   std::vector<std::string> ps;      // "host:port" each, at least one
   std::string task_type;            // "chief", "worker" or "ps"
   int task_index = 0;
+  // Where the workers compute, as logical_device.h names devices ("cpu:0", "gpu:1", "cuda:0"): none, each worker
+  // on the first GPU its process sees, else on the CPU (as MirroredStrategy chooses; TOWER_DEVICE, which chooses a
+  // model's device outside strategies, does not apply); one name, every worker on it; one per worker, worker i on
+  // worker_devices[i]. Each worker's process checks its own device.
+  std::vector<std::string> worker_devices;
+  // Where the chief computes (validation and evaluate on the chief); empty: the first GPU it sees, else the CPU.
+  std::string chief_device;
 
   // TF_CONFIG's JSON: {"cluster": {"chief": [...], "worker": [...], "ps": [...]}, "task": {"type": ..., "index":
-  // ...}}. Throws std::invalid_argument naming the key that is missing or wrong.
+  // ...}}, and optionally "worker_devices" (a name, or a list of names) and "chief_device" (a name) beside
+  // "cluster" and "task". Throws std::invalid_argument naming the key that is missing or wrong.
   static ClusterSpec from_json(const std::string& json);
   // from_json of the environment variable TOWER_CONFIG; throws std::invalid_argument when it is not set.
   static ClusterSpec from_environment();
-  // Throws std::invalid_argument for a missing role, an unknown task type or a task index out of range.
+  // Throws std::invalid_argument for a missing role, an unknown task type, a task index out of range, or
+  // worker_devices with neither one name nor one per worker.
   void validate() const;
+  // The device this process computes on when it sees `visible_gpus` GPUs (the strategy passes
+  // cuda_device_count()): the CPU for a parameter server; for a worker and the chief, the device chosen above.
+  // Throws std::invalid_argument as validate() does, and naming the task and the device when the choice is not a
+  // device this process has ("ParameterServerStrategy: worker 1 (host2:2222) computes on worker_devices[1]:
+  // unknown device 'cuda:1' (no such GPU). Available devices: ...").
+  LogicalDevice compute_device(int visible_gpus) const;
 };
 
 struct ParameterServerOptions {

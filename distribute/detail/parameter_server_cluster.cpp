@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <functional>
 #include <iostream>
@@ -20,6 +19,7 @@
 #include "api/models/model.h"
 #include "api/optimizers/optimizer.h"
 #include "distribute/detail/mirrored_replicas.h"
+#include "distribute/detail/variable_transfer.h"
 #include "distribute/in_process_all_reduce.h"
 #include "parameter_server.grpc.pb.h"
 
@@ -71,26 +71,21 @@ std::shared_ptr<grpc::Channel> channel_to(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
+// One device-to-host copy of `value` into the message (variable_transfer.h).
 void write_tensor(rpc::Tensor* out, std::size_t index, const Tensor& value) {
-  const Tensor host = value.device().is_cpu() ? value : value.to(Device::cpu());
   out->set_index(static_cast<std::uint32_t>(index));
-  out->set_data(host.raw_data(), host.nbytes());
+  copy_out(value, *out->mutable_data());
 }
 
-// Copies a received value into `target` (float32, any device); throws std::invalid_argument when its size differs.
+// Copies a received value into `target` (float32, on the device that computes with it) with one copy; throws
+// std::invalid_argument when its size differs.
 void read_tensor(const rpc::Tensor& in, const Variable& variable, Tensor& target) {
   if (in.data().size() != target.nbytes())
     throw std::invalid_argument(std::string(kWho) + "variable " + std::to_string(in.index()) + " (" + variable.path +
                                 ", shape " + target.shape().to_string() + ") got " + std::to_string(in.data().size()) +
                                 " bytes, expected " + std::to_string(target.nbytes()) +
                                 ": do all processes build the same model?");
-  if (target.device().is_cpu()) {
-    std::memcpy(target.raw_data(), in.data().data(), in.data().size());
-    return;
-  }
-  Tensor host(target.shape(), target.dtype(), Device::cpu());
-  std::memcpy(host.raw_data(), in.data().data(), in.data().size());
-  target.copy_from(host);
+  copy_into(in.data(), target);
 }
 
 // What a parameter server's or worker's fit does with the requests it gets.

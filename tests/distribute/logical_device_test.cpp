@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "distribute/replica_testing.h"
+
 namespace tower::distribute {
 namespace {
 
@@ -32,6 +34,24 @@ TEST(LogicalDevice, RejectsUnknownNames) {
     EXPECT_THROW(parse_logical_device("cuda:0", ""), std::invalid_argument);
     EXPECT_EQ(default_devices(), (std::vector<LogicalDevice>{{"cpu:0", Device::cpu()}}));
   }
+}
+
+TEST(LogicalDevice, ParsesAgainstAGivenNumberOfVisibleGpus) {
+  testing::LogicalGpusPerGpu one(1);
+  EXPECT_EQ(parse_logical_device("cuda:1", "", 2), (LogicalDevice{"gpu:1", Device::cuda(1)}));
+  EXPECT_EQ(parse_logical_device("/device:GPU:0", "", 1), (LogicalDevice{"gpu:0", Device::cuda(0)}));
+  EXPECT_EQ(parse_logical_device("cpu:2", "", 0), (LogicalDevice{"cpu:2", Device::cpu()}));
+  EXPECT_EQ(available_devices(2), "cpu:0, cpu:1, ... (logical CPU devices, any index), gpu:0, gpu:1");
+  EXPECT_EQ(available_devices(0), "cpu:0, cpu:1, ... (logical CPU devices, any index); no GPU visible");
+  try {
+    parse_logical_device("gpu:2", "Who", 2);
+    ADD_FAILURE() << "gpu:2 of 2 GPUs was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "Who: unknown device 'gpu:2' (no such GPU). Available devices: " + available_devices(2));
+  }
+  testing::LogicalGpusPerGpu two(2);
+  EXPECT_EQ(parse_logical_device("gpu:3", "", 2), (LogicalDevice{"gpu:3", Device::cuda(1)}));
+  EXPECT_THROW(parse_logical_device("gpu:4", "", 2), std::invalid_argument);
 }
 
 TEST(LogicalDevice, MessagesStartWithTheCallerAndOneSeparator) {

@@ -16,6 +16,13 @@
 //                                       worker 0), fit ends normally, the chief says the worker failed.
 //   KilledParameterServerIsAClearError  the chief SIGKILLs parameter server 1 at its 5th batch: fit on the chief
 //                                       throws an error naming that parameter server; every process ends.
+//   OneWorkerOnTheGpuEqualsSynchronousSgdOnTheCpu_CUDA  OneWorkerEqualsSynchronousSgd with the worker on cuda:0
+//                                       and the chief on its default device (the GPU): within 1e-2 of synchronous
+//                                       SGD on the CPU, the chief's evaluate too.
+//   TwoWorkersOnTheGpuTrain_CUDA        2 workers on their default device (the first GPU; one GPU each when there
+//                                       are two), 60 steps: every step runs, the loss falls.
+// The clusters choose their devices in TOWER_CONFIG: the CPU everywhere but in the _CUDA tests. Every process
+// reports its compute device and where its model's weights ended, and the chief its evaluate of the training data.
 // Without gRPC in the build they skip (saying so).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -34,6 +41,7 @@
 #include <sstream>
 #include <thread>
 
+#include "distribute/detail/variable_transfer.h"
 #include "distribute/replica_testing.h"
 #include "tower/tower.h"
 
@@ -87,6 +95,11 @@ data::Dataset fashion_train(Index batch, std::uint64_t seed) {
 
 data::Dataset fashion_test() { return data::fashion_mnist::load("test").batch(500); }
 
+// Steps per epoch of a scenario that is not "fashion".
+std::int64_t steps_of(const std::string& scenario) {
+  return scenario.starts_with("kill") || scenario == "two_workers" ? 30 : 8;
+}
+
 void write_history(std::ostream& out, const callbacks::History& h) {
   for (const std::string& key : h.keys())
     for (double v : h[key]) out << key << " " << v << "\n";
@@ -115,7 +128,7 @@ TEST(ParameterServerRole, Run) {
   FitOptions fit;
   fit.verbose = 0;
   fit.epochs = fashion ? kFashionEpochs : 2;
-  fit.steps_per_epoch = fashion ? kFashionExamples / kFashionBatch : scenario.starts_with("kill") ? 30 : 8;
+  fit.steps_per_epoch = fashion ? kFashionExamples / kFashionBatch : steps_of(scenario);
   auto batches = std::make_shared<int>(0);
   callbacks::LambdaCallbackOptions count;
   count.on_train_batch_end = [batches, victim = std::atoi(env("TOWER_TEST_PS_KILL_PID").c_str())](
@@ -134,16 +147,22 @@ TEST(ParameterServerRole, Run) {
     std::ofstream(out + "/" + me + ".error") << e.what() << "\n";
     return;
   }
-  if (!strategy.is_chief()) return;
+  const auto report_device = [&] {
+    std::ofstream(out + "/" + me + ".device") << strategy.devices().at(0) << " "
+                                              << model.weights().at(0)->value.device().to_string() << "\n";
+  };
+  if (!strategy.is_chief()) return report_device();
   model.save_weights(out + "/chief.weights");
   std::ofstream report(out + "/chief.txt");
   write_history(report, history);
   report << "batches " << *batches << "\n";
-  if (fashion) {
-    EvaluateOptions eval;
-    eval.verbose = 0;
+  EvaluateOptions eval;
+  eval.verbose = 0;
+  if (fashion)
     report << "test_accuracy " << *model.evaluate(fashion_test(), eval).get("sparse_categorical_accuracy") << "\n";
-  }
+  else
+    report << "evaluate_loss " << *model.evaluate(train, eval).get("loss") << "\n";
+  report_device();
 }
 
 int free_port() {
@@ -184,11 +203,14 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+// TOWER_CONFIG's keys that put every worker and the chief on the CPU, whatever GPUs the machine has.
+const std::string kOnTheCpu = R"("worker_devices": "cpu:0", "chief_device": "cpu:0")";
+
 // Starts `workers` workers, `ps` parameter servers and the chief, each this binary's ParameterServerRole.Run,
 // and waits for all (killing them after limit_seconds). `victim` ("worker1", "ps1") is the process whose pid the
-// chief gets to kill at its 5th batch.
+// chief gets to kill at its 5th batch. `devices` is added to every TOWER_CONFIG beside "cluster" and "task".
 ClusterRun run_cluster(const fs::path& dir, const std::string& scenario, int workers, int ps,
-                       const std::string& victim, double limit_seconds) {
+                       const std::string& victim, double limit_seconds, const std::string& devices = kOnTheCpu) {
   std::vector<std::string> chief{"127.0.0.1:" + std::to_string(free_port())}, worker_addresses, ps_addresses;
   for (int i = 0; i < workers; ++i) worker_addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
   for (int i = 0; i < ps; ++i) ps_addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
@@ -204,8 +226,8 @@ ClusterRun run_cluster(const fs::path& dir, const std::string& scenario, int wor
   const auto start = std::chrono::steady_clock::now();
   const auto spawn = [&](const std::string& type, int index, pid_t victim_pid) {
     Process p{type + std::to_string(index)};
-    const std::string config =
-        "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + type + "\", \"index\": " + std::to_string(index) + "}}";
+    const std::string config = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + type + "\", \"index\": " +
+                               std::to_string(index) + "}" + (devices.empty() ? "" : ", " + devices) + "}";
     const fs::path log = dir / (p.name + ".log");
     p.pid = fork();
     if (p.pid == 0) {
@@ -282,17 +304,38 @@ void expect_every_process_ended_well(const ClusterRun& run, const std::string& k
   }
 }
 
+// Where a cluster computes: the TOWER_CONFIG keys choosing the devices, what the worker and the chief then report
+// ("<compute device> <device of the model's weights>"), and how far from synchronous training on the CPU it may end.
+struct Placement {
+  std::string config, worker, chief;
+  double bound;
+};
+const Placement kCpuCluster{kOnTheCpu, "cpu:0 cpu", "cpu:0 cpu", 1e-5};
+// The chief on its default device. cuDNN may run the convolutions in TF32 (cuda_conv2d.cpp), so 16 steps end
+// within 1e-2 of the CPU's rather than 1e-5.
+const Placement kGpuWorker{R"("worker_devices": "cuda:0")", "gpu:0 cuda:0", "gpu:0 cuda:0", 1e-2};
+
+// The first line of a process's device report.
+std::string device_report(const fs::path& dir, const std::string& process) {
+  std::string line = read_file(dir / (process + ".device"));
+  return line.substr(0, line.find('\n'));
+}
+
 // One worker: the parameter servers apply every step's gradients before the next step pulls, so the run is
-// synchronous training, step for step.
-void expect_one_worker_matches_one_process(const std::string& scenario, int ps) {
+// synchronous training, step for step; the reference trains in this process on the CPU.
+void expect_one_worker_matches_one_process(const std::string& scenario, int ps, const Placement& where) {
   if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
   const fs::path dir = fresh_dir(scenario);
-  const ClusterRun run = run_cluster(dir, scenario, 1, ps, "", 120);
+  const ClusterRun run = run_cluster(dir, scenario, 1, ps, "", 120, where.config);
   expect_every_process_ended_well(run);
   ASSERT_TRUE(fs::exists(dir / "chief.weights")) << run.logs;
   const io::WeightsFile got = io::read_weights_file((dir / "chief.weights").string());
+  EXPECT_EQ(device_report(dir, "worker0"), where.worker) << run.logs;
+  EXPECT_EQ(device_report(dir, "chief0"), where.chief) << run.logs;
+  for (int p = 0; p < ps; ++p) EXPECT_EQ(device_report(dir, "ps" + std::to_string(p)), "cpu:0 cpu") << run.logs;
 
   Model model = convnet();
+  model.to(Device::cpu());
   model.compile(optimizer_for(scenario),
                 losses::SparseCategoricalCrossentropy(), {metrics::SparseCategoricalAccuracy()});
   FitOptions options;
@@ -305,23 +348,60 @@ void expect_one_worker_matches_one_process(const std::string& scenario, int ps) 
   for (std::size_t i = 0; i < vars.size(); ++i) {
     const double d = testing::relative_difference(got.weights[i].value, vars[i]->value);
     worst = std::max(worst, d);
-    EXPECT_LE(d, 1e-5) << "weight " << vars[i]->path << " differs from synchronous training";
+    EXPECT_LE(d, where.bound) << "weight " << vars[i]->path << " differs from synchronous training";
   }
   // The initial weights moved: the comparison is not of two untrained models.
   EXPECT_GT(testing::relative_difference(got.weights[0].value, convnet().weights()[0]->value), 1e-3);
-  std::cout << "[ ParameterServer ] 1 worker, " << ps << " parameter server(s), " << scenario
-            << ": largest relative weight difference from synchronous training " << worst << "\n";
+  std::cout << "[ ParameterServer ] 1 worker on " << where.worker << ", " << ps << " parameter server(s), "
+            << scenario << ": largest relative weight difference from synchronous training on the CPU " << worst
+            << "\n";
   const auto report = read_report(dir / "chief.txt");
   ASSERT_EQ(report.at("loss").size(), 2u);
   for (std::size_t e = 0; e < 2; ++e)
-    EXPECT_NEAR(report.at("loss")[e], want["loss"][e], 1e-5 * std::fabs(want["loss"][e])) << "epoch " << e;
+    EXPECT_NEAR(report.at("loss")[e], want["loss"][e], where.bound * std::fabs(want["loss"][e])) << "epoch " << e;
   EXPECT_EQ(report.at("batches")[0], 16);
+  EvaluateOptions eval;
+  eval.verbose = 0;
+  const double evaluated = *model.evaluate(seeded(64, 11), eval).get("loss");
+  ASSERT_TRUE(report.count("evaluate_loss")) << run.logs;
+  EXPECT_NEAR(report.at("evaluate_loss")[0], evaluated, where.bound * std::fabs(evaluated)) << "the chief's evaluate";
   fs::remove_all(dir);
 }
 
-TEST(ParameterServer, OneWorkerEqualsSynchronousSgd) { expect_one_worker_matches_one_process("sgd", 1); }
+TEST(ParameterServer, OneWorkerEqualsSynchronousSgd) { expect_one_worker_matches_one_process("sgd", 1, kCpuCluster); }
 
-TEST(ParameterServer, OneWorkerTwoShardsEqualsSynchronousAdam) { expect_one_worker_matches_one_process("adam", 2); }
+TEST(ParameterServer, OneWorkerTwoShardsEqualsSynchronousAdam) {
+  expect_one_worker_matches_one_process("adam", 2, kCpuCluster);
+}
+
+TEST(ParameterServer, OneWorkerOnTheGpuEqualsSynchronousSgdOnTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible";
+  expect_one_worker_matches_one_process("sgd", 1, kGpuWorker);
+}
+
+TEST(ParameterServer, TwoWorkersOnTheGpuTrain_CUDA) {
+  if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU visible";
+  const bool two_gpus = cuda_device_count() >= 2;
+  const fs::path dir = fresh_dir("two_workers");
+  // No choice: every process on the first GPU it sees; with two GPUs, one per worker.
+  const ClusterRun run =
+      run_cluster(dir, "two_workers", 2, 1, "", 180, two_gpus ? R"("worker_devices": ["cuda:0", "cuda:1"])" : "");
+  expect_every_process_ended_well(run);
+  EXPECT_EQ(device_report(dir, "worker0"), "gpu:0 cuda:0") << run.logs;
+  EXPECT_EQ(device_report(dir, "worker1"), two_gpus ? "gpu:1 cuda:1" : "gpu:0 cuda:0") << run.logs;
+  EXPECT_EQ(device_report(dir, "ps0"), "cpu:0 cpu") << run.logs;
+  const auto report = read_report(dir / "chief.txt");
+  ASSERT_TRUE(report.count("batches")) << run.logs;
+  EXPECT_EQ(report.at("batches")[0], 60) << "every scheduled step ran";
+  ASSERT_EQ(report.at("loss").size(), 2u);
+  EXPECT_LT(report.at("loss")[1], report.at("loss")[0]) << "training went on";
+  ASSERT_TRUE(report.count("evaluate_loss")) << run.logs;
+  EXPECT_TRUE(std::isfinite(report.at("evaluate_loss")[0]));
+  std::cout << "[ ParameterServer ] 2 workers on the GPU: epoch losses " << report.at("loss")[0] << ", "
+            << report.at("loss")[1] << " (cluster " << run.seconds << " s)\n";
+  fs::remove_all(dir);
+}
 
 TEST(ParameterServer, TwoWorkersTrainFashionMnistLikeMirrored) {
   if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
@@ -441,6 +521,138 @@ TEST(ParameterServer, ClusterSpecErrorsNameTheKey) {
   EXPECT_NE(error_of(R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "chief"}})").find("no \"ps\""), std::string::npos);
   EXPECT_NE(error_of(R"({"cluster": {"chief": ["a:1"], "worker": ["b"], "ps": ["d:1"]}, "task": {"type": "chief"}})").find("\"cluster\".worker holds \"b\""), std::string::npos);
   EXPECT_NE(error_of("{" + cluster + "}").find("\"task\""), std::string::npos);
+}
+
+distribute::ClusterSpec spec_of(const std::string& type, int index) {
+  distribute::ClusterSpec spec{{"a:1"}, {"b:1", "c:1"}, {"d:1"}, type, index};
+  return spec;
+}
+
+std::string device_error(const distribute::ClusterSpec& spec, int visible_gpus) {
+  try {
+    const distribute::LogicalDevice d = spec.compute_device(visible_gpus);
+    return "no error: " + d.name;
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
+TEST(ParameterServerDevices, WorkersAndTheChiefComputeOnTheFirstVisibleGpuElseTheCpu) {
+  testing::LogicalGpusPerGpu one(1);
+  for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{{"worker", 0}, {"worker", 1}, {"chief", 0}}) {
+    const distribute::ClusterSpec spec = spec_of(type, index);
+    EXPECT_EQ(spec.compute_device(0), (distribute::LogicalDevice{"cpu:0", Device::cpu()})) << type << index;
+    EXPECT_EQ(spec.compute_device(1), (distribute::LogicalDevice{"gpu:0", Device::cuda(0)})) << type << index;
+    EXPECT_EQ(spec.compute_device(4), (distribute::LogicalDevice{"gpu:0", Device::cuda(0)})) << type << index;
+  }
+  // Parameter servers stay on the CPU, whatever they see or the workers are given.
+  distribute::ClusterSpec ps = spec_of("ps", 0);
+  ps.worker_devices = {"cuda:0"};
+  ps.chief_device = "cuda:0";
+  EXPECT_EQ(ps.compute_device(2), (distribute::LogicalDevice{"cpu:0", Device::cpu()}));
+  // Logical GPUs: the first GPU is logical GPU 0, on cuda:0.
+  testing::LogicalGpusPerGpu three(3);
+  EXPECT_EQ(spec_of("worker", 1).compute_device(2), (distribute::LogicalDevice{"gpu:0", Device::cuda(0)}));
+}
+
+TEST(ParameterServerDevices, AnExplicitChoiceForEveryWorkerOrOnePerWorker) {
+  testing::LogicalGpusPerGpu one(1);
+  distribute::ClusterSpec spec = spec_of("worker", 1);
+  spec.worker_devices = {"cpu:0"};
+  EXPECT_EQ(spec.compute_device(2), (distribute::LogicalDevice{"cpu:0", Device::cpu()})) << "one name: every worker";
+  spec.worker_devices = {"cuda:1", "/device:CPU:0"};
+  EXPECT_EQ(spec.compute_device(2), (distribute::LogicalDevice{"cpu:0", Device::cpu()})) << "worker 1's own entry";
+  spec.task_index = 0;
+  EXPECT_EQ(spec.compute_device(2), (distribute::LogicalDevice{"gpu:1", Device::cuda(1)})) << "worker 0's own entry";
+  spec.task_type = "chief";
+  EXPECT_EQ(spec.compute_device(2), (distribute::LogicalDevice{"gpu:0", Device::cuda(0)})) << "the chief's default";
+  spec.chief_device = "cpu";
+  EXPECT_EQ(spec.compute_device(2), (distribute::LogicalDevice{"cpu:0", Device::cpu()}));
+
+  const std::string cluster = R"("cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"], "ps": ["d:1"]}, "task": {"type": "worker", "index": 1})";
+  const distribute::ClusterSpec one_name = distribute::ClusterSpec::from_json("{" + cluster + R"(, "worker_devices": "gpu:0"})");
+  EXPECT_EQ(one_name.worker_devices, (std::vector<std::string>{"gpu:0"}));
+  EXPECT_EQ(one_name.compute_device(1), (distribute::LogicalDevice{"gpu:0", Device::cuda(0)}));
+  const distribute::ClusterSpec listed = distribute::ClusterSpec::from_json(
+      "{" + cluster + R"(, "worker_devices": ["cuda:0", "cpu:0"], "chief_device": "cuda:1"})");
+  EXPECT_EQ(listed.worker_devices, (std::vector<std::string>{"cuda:0", "cpu:0"}));
+  EXPECT_EQ(listed.chief_device, "cuda:1");
+  EXPECT_EQ(listed.compute_device(1), (distribute::LogicalDevice{"cpu:0", Device::cpu()}));
+}
+
+TEST(ParameterServerDevices, ABadOrMissingDeviceNamesTheDeviceAndTheTask) {
+  testing::LogicalGpusPerGpu one(1);
+  distribute::ClusterSpec spec = spec_of("worker", 1);
+  spec.worker_devices = {"cpu:0", "cuda:1"};
+  EXPECT_EQ(device_error(spec, 1).rfind("ParameterServerStrategy: worker 1 (c:1) computes on worker_devices[1]: "
+                                        "unknown device 'cuda:1' (no such GPU). Available devices: cpu:0",
+                                        0),
+            0u)
+      << device_error(spec, 1);
+  EXPECT_NE(device_error(spec, 0).find("no GPU visible"), std::string::npos) << device_error(spec, 0);
+  EXPECT_EQ(device_error(spec, 2), "no error: gpu:1");
+  spec.worker_devices = {"tpu:0"};
+  EXPECT_NE(device_error(spec, 2).find("worker 1 (c:1) computes on worker_devices: unknown device 'tpu:0'"),
+            std::string::npos)
+      << device_error(spec, 2);
+  spec.worker_devices = {""};
+  EXPECT_NE(device_error(spec, 2).find("unknown device ''"), std::string::npos) << device_error(spec, 2);
+  distribute::ClusterSpec chief = spec_of("chief", 0);
+  chief.chief_device = "gpu:0";
+  EXPECT_NE(device_error(chief, 0).find("chief (a:1) computes on chief_device: unknown device 'gpu:0' (no such GPU)"),
+            std::string::npos)
+      << device_error(chief, 0);
+
+  // A list that is neither one name nor one per worker, and keys of the wrong type.
+  spec.worker_devices = {"cpu:0", "cpu:0", "cpu:0"};
+  try {
+    spec.validate();
+    ADD_FAILURE() << "three devices for two workers were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("\"worker_devices\" names 3 devices for 2 workers"), std::string::npos) << e.what();
+  }
+  const auto error_of = [](const std::string& json) {
+    try {
+      distribute::ClusterSpec::from_json(json);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string cluster = R"("cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"], "ps": ["d:1"]}, "task": {"type": "ps"})";
+  EXPECT_NE(error_of("{" + cluster + R"(, "worker_devices": ["cpu:0", 1]})").find("key \"worker_devices\" must be"), std::string::npos);
+  EXPECT_NE(error_of("{" + cluster + R"(, "worker_devices": []})").find("key \"worker_devices\" must be"), std::string::npos);
+  EXPECT_NE(error_of("{" + cluster + R"(, "chief_device": ["cpu:0"]})").find("key \"chief_device\" must be"), std::string::npos);
+  EXPECT_NE(error_of("{" + cluster + R"(, "worker_devices": ["cpu:0", "cpu:0", "cpu:0"]})").find("names 3 devices for 2 workers"),
+            std::string::npos);
+}
+
+TEST(ParameterServerDevices, TheStrategyRefusesADeviceItsProcessDoesNotHave) {
+  distribute::ClusterSpec spec = spec_of("worker", 0);
+  spec.worker_devices = {"cuda:" + std::to_string(cuda_device_count())};
+  try {
+    distribute::ParameterServerStrategy strategy(spec);
+    FAIL() << "a worker on " << spec.worker_devices[0] << " was made";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("worker 0 (b:1) computes on worker_devices: unknown device '" +
+                                         spec.worker_devices[0] + "' (no such GPU)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ParameterServerDevices, TheStrategyComputesOnTheChosenDevice) {
+  if (!distribute::grpc_available()) GTEST_SKIP() << "this build of Tower has no gRPC (install libgrpc++-dev)";
+  distribute::ClusterSpec spec;
+  spec.chief = {"127.0.0.1:" + std::to_string(free_port())};
+  spec.worker = {"127.0.0.1:" + std::to_string(free_port())};
+  spec.ps = {"127.0.0.1:" + std::to_string(free_port())};
+  spec.task_type = "chief";
+  spec.chief_device = "cpu:0";
+  EXPECT_EQ(distribute::ParameterServerStrategy(spec).devices(), (std::vector<std::string>{"cpu:0"}));
+  spec.chief_device.clear();
+  EXPECT_EQ(distribute::ParameterServerStrategy(spec).devices(),
+            (std::vector<std::string>{distribute::default_devices().front().name}));
 }
 
 TEST(ParameterServer, WithoutGrpcTheConstructorSaysSo) {
