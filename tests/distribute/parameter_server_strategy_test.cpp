@@ -502,15 +502,17 @@ TEST(ParameterServer, FitNeedsStepsPerEpoch) {
   }
 }
 
+// The message ClusterSpec::from_json throws for `json`, or "no error".
+std::string error_of(const std::string& json) {
+  try {
+    distribute::ClusterSpec::from_json(json);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(ParameterServer, ClusterSpecErrorsNameTheKey) {
-  const auto error_of = [](const std::string& json) {
-    try {
-      distribute::ClusterSpec::from_json(json);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   const std::string cluster = R"("cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"], "ps": ["d:1"]})";
   const distribute::ClusterSpec spec = distribute::ClusterSpec::from_json("{" + cluster + R"(, "task": {"type": "worker", "index": 1}})");
   EXPECT_EQ(spec.worker, (std::vector<std::string>{"b:1", "c:1"}));
@@ -611,14 +613,6 @@ TEST(ParameterServerDevices, ABadOrMissingDeviceNamesTheDeviceAndTheTask) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("\"worker_devices\" names 3 devices for 2 workers"), std::string::npos) << e.what();
   }
-  const auto error_of = [](const std::string& json) {
-    try {
-      distribute::ClusterSpec::from_json(json);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   const std::string cluster = R"("cluster": {"chief": ["a:1"], "worker": ["b:1", "c:1"], "ps": ["d:1"]}, "task": {"type": "ps"})";
   EXPECT_NE(error_of("{" + cluster + R"(, "worker_devices": ["cpu:0", 1]})").find("key \"worker_devices\" must be"), std::string::npos);
   EXPECT_NE(error_of("{" + cluster + R"(, "worker_devices": []})").find("key \"worker_devices\" must be"), std::string::npos);
