@@ -32,4 +32,7 @@ torch_mlp = by[("mlp", "torch")]["examples_per_sec"]
 print(f"MLP GEMM floor (bench_mlp_gemm_floor): {floor['best_ms']:.3f} ms per step of {floor['batch']} "
       f"({floor['gflops_median']:.0f} GFLOP/s), so no framework can exceed {floor['max_examples_per_sec']:.0f} "
       f"examples/s = {floor['max_examples_per_sec'] / torch_mlp:.2f}x PyTorch's MLP")
+print(f"MLP step / GEMM floor (medians of {floor['rounds']} rounds, taking turns): forward+backward "
+      f"{floor['forward_backward_over_floor']:.2f}x, SGD step {floor['sgd_step_over_floor']:.2f}x, "
+      f"Adam step (bench_train's) {floor['adam_step_over_floor']:.2f}x")
 PY

@@ -27,6 +27,9 @@ class ReshapeImpl final : public Layer {
   void forward(const ForwardContext& ctx) override;
   void backward(const BackwardContext& ctx) override;
   bool backward_needs_inputs() const override { return false; }
+  bool output_is_view_of_input(const std::vector<Shape>& input_shapes) const override {
+    return input_shapes.size() == 1;
+  }
   Config get_config() const override { return options_to_config(options_); }
 
  private:

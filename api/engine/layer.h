@@ -115,6 +115,13 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // What backward reads, so the plan can free the rest early.
   virtual bool backward_needs_inputs() const { return true; }
   virtual bool backward_needs_outputs() const { return false; }
+  // True when, for inputs of these shapes, the layer's only output is its only input's values in the same order
+  // under another shape (Reshape; Flatten of channels-last data): a plan then makes the output a view of the
+  // input's memory and skips forward(), which must still work when called. backward() runs as usual.
+  virtual bool output_is_view_of_input(const std::vector<Shape>& input_shapes) const {
+    (void)input_shapes;
+    return false;
+  }
   // Layers whose forward differs between training and inference (Dropout, BatchNormalization).
   virtual bool has_training_behavior() const { return false; }
   // True when the layer's only output is a softmax over the last axis of an internal value and backward()

@@ -21,6 +21,8 @@ struct Plan::Value {
   int first = INT_MAX, last = -1;  // on the timeline: forward step s at s, its backward at 2S-1-s
   bool external = false;            // a model input, bound by set_input
   bool zero = false;                // a gradient nothing writes: zero-filled once
+  int view_of = -1;                 // the value whose memory this one shows under its own shape (a Flatten's
+                                    // output), never itself a view; -1: memory of its own
   std::size_t offset = 0;
   Tensor tensor;
   void use(int t) {
@@ -35,6 +37,7 @@ struct Plan::Step {
   std::unique_ptr<LayerState> state;
   bool run_backward = false;
   bool output_grad_is_logits = false;
+  bool view = false;  // the output is a view of the input: forward has nothing to do
   std::vector<int> grad_out, grad_in, weight_grad;  // weight_grad: value id, or -1-k for weight_grads_[k]
   std::vector<Accumulate> accumulate;
   std::vector<int> gradients_ready;  // trainable weights whose gradient is final once this step's backward ran
@@ -75,6 +78,13 @@ Plan::Plan(const Layer& model, PlanOptions options)
     trainable_ = model.trainable_weights();
     plan_backward();
   }
+  // A view's uses are uses of the memory it shows.
+  for (auto& v : values_)
+    if (v->view_of >= 0 && v->last >= 0) {
+      Value& source = *values_[static_cast<std::size_t>(v->view_of)];
+      source.use(v->first);
+      source.use(v->last);
+    }
   assign_memory();
 }
 
@@ -105,6 +115,17 @@ void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, s
     step->layer = node->layer().get();
     step->in = in;
     for (const Shape& s : node->output_shapes()) step->out.push_back(new_value(s.with_batch(options_.batch_size)));
+    std::vector<Shape> in_shapes;
+    for (int id : in) in_shapes.push_back(values_[static_cast<std::size_t>(id)]->shape);
+    if (in.size() == 1 && step->out.size() == 1 && step->layer->output_is_view_of_input(in_shapes)) {
+      Value& out = *values_[static_cast<std::size_t>(step->out[0])];
+      const Value& source = *values_[static_cast<std::size_t>(in[0])];
+      if (out.shape.numel() != source.shape.numel())
+        throw std::logic_error(step->layer->where() + "declares its output a view of its input, but " +
+                               out.shape.to_string() + " and " + source.shape.to_string() + " differ in size");
+      out.view_of = source.view_of >= 0 ? source.view_of : in[0];
+      step->view = true;
+    }
     ids[node.get()] = step->out;
     steps_.push_back(std::move(step));
   }
@@ -250,7 +271,7 @@ void Plan::assign_memory() {
   // Greedy by size: each buffer, largest first, goes to the lowest offset free for its whole lifetime.
   std::vector<Value*> order;
   for (auto& v : values_)
-    if (!v->external && v->last >= 0) order.push_back(v.get());
+    if (!v->external && v->view_of < 0 && v->last >= 0) order.push_back(v.get());
   std::stable_sort(order.begin(), order.end(), [](const Value* a, const Value* b) { return a->bytes > b->bytes; });
   std::vector<const Value*> placed;
   for (Value* v : order) {
@@ -274,6 +295,9 @@ void Plan::assign_memory() {
     v->tensor = Tensor(arena_, v->offset, v->shape, DType::float32);
     if (v->zero) v->tensor.zero();
   }
+  for (auto& v : values_)  // views of model inputs are bound with them, in set_input
+    if (v->view_of >= 0 && !values_[static_cast<std::size_t>(v->view_of)]->external)
+      v->tensor = values_[static_cast<std::size_t>(v->view_of)]->tensor.reshape(v->shape);
 
   for (auto& st : steps_) {
     for (int id : st->in) st->ins.push_back(values_[static_cast<std::size_t>(id)]->tensor);
@@ -303,14 +327,25 @@ void Plan::set_input(int i, const Tensor& x) {
                      options_.device.to_string());
   const int id = input_ids_[static_cast<std::size_t>(i)];
   values_[static_cast<std::size_t>(id)]->tensor = x;
-  for (auto& st : steps_)
+  // The input and its views, wherever steps read or write them.
+  const auto bound = [&](int v) -> const Tensor* {
+    const Value& value = *values_[static_cast<std::size_t>(v)];
+    return v == id || value.view_of == id ? &value.tensor : nullptr;
+  };
+  for (auto& v : values_)
+    if (v->view_of == id) v->tensor = x.reshape(v->shape);
+  for (auto& st : steps_) {
     for (std::size_t k = 0; k < st->in.size(); ++k)
-      if (st->in[k] == id) {
-        st->ins[k] = x;
-        if (st->run_backward && st->layer->backward_needs_inputs()) st->b_ins[k] = x;
+      if (const Tensor* t = bound(st->in[k])) {
+        st->ins[k] = *t;
+        if (st->run_backward && st->layer->backward_needs_inputs()) st->b_ins[k] = *t;
       }
-  for (std::size_t k = 0; k < output_ids_.size(); ++k)
-    if (output_ids_[k] == id) values_[static_cast<std::size_t>(id)]->tensor = x;
+    for (std::size_t k = 0; k < st->out.size(); ++k)
+      if (const Tensor* t = bound(st->out[k])) {
+        st->outs[k] = *t;
+        if (st->run_backward && st->layer->backward_needs_outputs()) st->b_outs[k] = *t;
+      }
+  }
 }
 
 void Plan::require_inputs_bound() const {
@@ -328,6 +363,7 @@ void Plan::forward() {
 void Plan::run_forward() {
   require_inputs_bound();
   for (auto& st : steps_) {
+    if (st->view) continue;
     ForwardContext ctx;
     ctx.inputs = st->ins;
     ctx.outputs = st->outs;

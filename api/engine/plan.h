@@ -2,7 +2,9 @@
 // Plan: a model's graph compiled for one batch size. Nested models are inlined, so the plan is one flat list
 // of forward steps and, for training, their backward steps in reverse. Every intermediate buffer (activations,
 // their gradients, temporaries for gradients that fan in) is sized and placed once in a single arena, with
-// buffers whose lifetimes do not overlap sharing memory. Weight gradients live in one contiguous buffer, so
+// buffers whose lifetimes do not overlap sharing memory; the output of a layer that only renames its input's shape
+// (Layer::output_is_view_of_input: Reshape, channels-last Flatten) is a view of the input's memory, and its
+// forward step is skipped. Weight gradients live in one contiguous buffer, so
 // a replica's gradients can be reduced with one all-reduce. After its first step a plan allocates nothing.
 #include <cstdint>
 #include <functional>

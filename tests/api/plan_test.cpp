@@ -4,6 +4,10 @@
 #include <cstring>
 
 #include "api/core/allocator.h"
+#include "layers/activation.h"
+#include "layers/add.h"
+#include "layers/flatten.h"
+#include "layers/reshape.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -148,6 +152,62 @@ TEST(Plan, FrozenLayerGetsNoGradientButPassesOne) {
   EXPECT_EQ(m.trainable_weights().size(), 4u);
   EXPECT_EQ(m.non_trainable_weights().size(), 2u);
   testing::check_gradients(m, {random_tensor({2, 3}, 6)});
+}
+
+// Flatten (channels-last) and Reshape only rename their input's shape: their outputs are views of their inputs'
+// memory, bound again with each set_input, and their forward is skipped.
+TEST(Plan, FlattenAndReshapeOutputsAreViewsOfTheirInputs) {
+  auto x = Input({4, 3});
+  auto flat = layers::Flatten()(x);
+  Dense dense({.units = 5});
+  auto out = layers::Reshape({.target_shape = {5, 1}})(dense(flat));
+  Model m(SymbolicTensors{x}, SymbolicTensors{flat, out});
+  PlanOptions o;
+  o.batch_size = 2;
+  Plan plan(m.impl(), o);
+  for (std::uint64_t seed : {1, 2}) {
+    const Tensor input = random_tensor({2, 4, 3}, seed);
+    plan.set_input(0, input);
+    plan.forward();
+    EXPECT_EQ(plan.output(0).raw_data(), input.raw_data());
+    EXPECT_EQ(plan.output(0).shape(), Shape({2, 12}));
+    ASSERT_EQ(plan.output(1).shape(), Shape({2, 5, 1}));
+    const std::vector<float> xs = input.to_vector(), w = dense->weights()[0]->value.to_vector(),
+                             b = dense->weights()[1]->value.to_vector(), y = plan.output(1).to_vector();
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 5; ++c) {
+        float e = b[static_cast<std::size_t>(c)];
+        for (int k = 0; k < 12; ++k) e += xs[static_cast<std::size_t>(r * 12 + k)] * w[static_cast<std::size_t>(k * 5 + c)];
+        EXPECT_NEAR(y[static_cast<std::size_t>(r * 5 + c)], e, 1e-5f) << "seed " << seed << ", row " << r << ", column " << c;
+      }
+  }
+  testing::check_gradients(m, {random_tensor({2, 4, 3}, 3)});
+}
+
+// A view reads its source's memory until the view's own last use: a source whose last direct use is early must
+// not hand its memory to later values while the view is still to be read.
+TEST(Plan, ViewKeepsItsSourceMemoryUntilItsLastUse) {
+  auto x = Input({64});
+  Dense first({.units = 64, .activation = "tanh"});
+  std::vector<Dense> chain;
+  for (int i = 0; i < 4; ++i) chain.push_back(Dense({.units = 64, .activation = "tanh"}));
+  const auto build = [&](bool view) {
+    auto a = first(x);
+    auto late = view ? layers::Reshape({.target_shape = {64}})(a) : layers::Activation({.activation = "linear"})(a);
+    SymbolicTensor h = x;
+    for (Dense& d : chain) h = d(h);
+    return Model(x, layers::Add()({late, h}));
+  };
+  Model with_view = build(true), with_copy = build(false);
+  PlanOptions o;
+  o.batch_size = 16;
+  Plan viewed(with_view.impl(), o), copied(with_copy.impl(), o);
+  const Tensor input = random_tensor({16, 64}, 9);
+  viewed.set_input(0, input);
+  copied.set_input(0, input);
+  viewed.forward();
+  copied.forward();
+  EXPECT_EQ(viewed.output(0).to_vector(), copied.output(0).to_vector());
 }
 
 TEST(Plan, RejectsInputsOfTheWrongShape) {
