@@ -38,14 +38,16 @@ class BodyCapturer final : public detail::StepCapturer {
   }
 };
 
+// Its inputs come as 2x3 and are flattened: a view of the staged input in the plan, so the captured steps hold a
+// view as well.
 Sequential dropout_mlp() {
-  return Sequential({InputLayer({.shape = {6}}), layers::Dense({.units = 16, .activation = "relu"}),
+  return Sequential({InputLayer({.shape = {2, 3}}), layers::Flatten(), layers::Dense({.units = 16, .activation = "relu"}),
                      layers::Dropout({.rate = 0.3f}), layers::BatchNormalization(),
                      layers::Dense({.units = 3, .activation = "softmax"})});
 }
 
 std::pair<Tensor, Tensor> data(Index n) {
-  const Tensor x = testing::random_tensor({n, 6}, 11);
+  const Tensor x = testing::random_tensor({n, 2, 3}, 11);
   std::vector<std::int32_t> y(static_cast<std::size_t>(n));
   for (Index i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7) % 3);
   return {x, Tensor::from_vector(y, {n})};
@@ -57,10 +59,10 @@ struct Trained {
   StepGraphs::Counts counts;
 };
 
-// The Dropout MLP with an L2 penalty on its first kernel, for an optimizer whose every step has other scalars:
+// The Dropout MLP (its input reshaped, another view) with an L2 penalty on its first kernel, for an optimizer whose every step has other scalars:
 // Adam's bias corrections, a decaying learning rate and the weight decay it scales, and clipping.
 Sequential regularized_mlp() {
-  return Sequential({InputLayer({.shape = {6}}),
+  return Sequential({InputLayer({.shape = {2, 3}}), layers::Reshape({.target_shape = {6}}),
                      layers::Dense({.units = 16, .activation = "relu", .kernel_regularizer = regularizers::L2(0.01)}),
                      layers::Dropout({.rate = 0.3f}), layers::BatchNormalization(),
                      layers::Dense({.units = 3, .activation = "softmax"})});
