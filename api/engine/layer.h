@@ -117,7 +117,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual bool backward_needs_outputs() const { return false; }
   // True when, for inputs of these shapes, the layer's only output is its only input's values in the same order
   // under another shape (Reshape; Flatten of channels-last data): a plan then makes the output a view of the
-  // input's memory and skips forward(), which must still work when called. backward() runs as usual.
+  // input's memory and skips forward() (but for a model's outputs, which it copies), so forward() must work as
+  // well. backward() runs as usual.
   virtual bool output_is_view_of_input(const std::vector<Shape>& input_shapes) const {
     (void)input_shapes;
     return false;

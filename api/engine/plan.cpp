@@ -63,6 +63,15 @@ Plan::Plan(const Layer& model, PlanOptions options)
   }
   input_ids_ = in_ids;
   inline_graph(*graph, in_ids, output_ids_);
+  // A model's outputs get memory of their own: callers (a tape, the training loop) tell values apart by address,
+  // so an output must not share its memory with an input or another output.
+  for (int id : output_ids_) {
+    Value& v = *values_[static_cast<std::size_t>(id)];
+    if (v.view_of < 0) continue;
+    v.view_of = -1;
+    for (auto& st : steps_)
+      if (st->view && st->out[0] == id) st->view = false;
+  }
 
   const int S = static_cast<int>(steps_.size());
   const int end = 2 * S + 1;
