@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "bench_convnet.h"
+#include "bench_stats.h"
 
 using namespace tower;
+using bench::median;
 
 namespace {
 
@@ -47,11 +49,6 @@ double cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

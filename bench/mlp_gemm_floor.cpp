@@ -21,14 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
+
 using namespace tower;
+using bench::median;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Median and best milliseconds of `repeats` calls of `fn`, after a few unmeasured ones.
 std::pair<double, double> time_ms(const std::function<void()>& fn, int repeats) {

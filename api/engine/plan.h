@@ -4,8 +4,9 @@
 // their gradients, temporaries for gradients that fan in) is sized and placed once in a single arena, with
 // buffers whose lifetimes do not overlap sharing memory; the output of a layer that only renames its input's shape
 // (Layer::output_is_view_of_input: Reshape, channels-last Flatten) is a view of the input's memory, and its
-// forward step is skipped, unless it is one of the model's outputs, which always have memory of their own. Weight gradients live in one contiguous buffer, so
-// a replica's gradients can be reduced with one all-reduce. After its first step a plan allocates nothing.
+// forward step is skipped, unless it is one of the model's outputs, which always have memory of their own. Weight
+// gradients live in one contiguous buffer, so a replica's gradients can be reduced with one all-reduce. After its
+// first step a plan allocates nothing.
 #include <cstdint>
 #include <functional>
 #include <memory>
