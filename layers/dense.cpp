@@ -51,9 +51,17 @@ void DenseImpl::forward(const ForwardContext& ctx) {
     if (!st.pre.defined() || st.pre.shape() != y.shape()) st.pre = Tensor(y.shape(), DType::float32, y.device());
     z = st.pre;
   }
-  be.gemm(false, false, m, n, k, 1.f, x.data<float>(), k, kernel_->value.data<float>(), n, 0.f, z.data<float>(), n);
-  if (bias_) be.add_bias(z.data<float>(), bias_->value.data<float>(), m, n);
-  if (!act.is_linear()) act.forward(z, y);
+  // The bias, and the activation where it may run in place (z is y), in the product's own pass.
+  backend::DenseEpilogue epilogue;
+  if (bias_) epilogue.bias = bias_->value.data<float>();
+  const bool fused = !act.is_linear() && act.is_elementwise() && act.output_suffices();
+  if (fused) {
+    epilogue.activation = act.kind();
+    epilogue.params = act.params();
+  }
+  be.dense_product(backend::DenseProduct::forward, m, k, n, x.data<float>(), kernel_->value.data<float>(),
+                   z.data<float>(), epilogue);
+  if (!act.is_linear() && !fused) act.forward(z, y);
 }
 
 void DenseImpl::backward(const BackwardContext& ctx) {
@@ -71,13 +79,13 @@ void DenseImpl::backward(const BackwardContext& ctx) {
     dz = st.dz;
   }
   if (!ctx.weight_grads.empty()) {
-    be.gemm(true, false, k, n, m, 1.f, x.data<float>(), k, dz.data<float>(), n, 0.f,
-            ctx.weight_grads[0].data<float>(), n);
+    be.dense_product(backend::DenseProduct::kernel_grad, m, k, n, x.data<float>(), dz.data<float>(),
+                     ctx.weight_grads[0].data<float>(), {});
     if (bias_) be.bias_grad(dz.data<float>(), ctx.weight_grads[1].data<float>(), m, n);
   }
   if (ctx.grad_inputs[0].defined())
-    be.gemm(false, true, m, k, n, 1.f, dz.data<float>(), n, kernel_->value.data<float>(), n, 0.f,
-            ctx.grad_inputs[0].data<float>(), k);
+    be.dense_product(backend::DenseProduct::input_grad, m, k, n, dz.data<float>(), kernel_->value.data<float>(),
+                     ctx.grad_inputs[0].data<float>(), {});
 }
 
 TOWER_REGISTER_LAYER(DenseImpl, "Dense");

@@ -22,6 +22,11 @@ class Activation {
   // True when the gradient can be computed from the output alone, so a layer may apply this activation in
   // place and pass the output as both x and y to backward().
   bool output_suffices() const;
+  // Every activation but softmax works element by element, as the backend's `kind()` with `params()`: ops that
+  // apply it in a pass of their own (Backend::dense_product's epilogue) take those.
+  bool is_elementwise() const { return !softmax_; }
+  backend::ActivationKind kind() const { return kind_; }
+  const backend::ActivationParams& params() const { return params_; }
   // Softmax runs over the last axis.
   void forward(const Tensor& x, Tensor& y) const;
   // x: forward input, y: forward output. dx may alias dy.

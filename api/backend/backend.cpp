@@ -36,6 +36,16 @@ OptimizerUpdate read_update_scalars(const OptimizerUpdate& update) {
   return read;
 }
 
+void dense_product_by_gemm(Backend& be, DenseProduct which, Index rows, Index in, Index out, const float* a,
+                           const float* b, float* c, const DenseEpilogue& epilogue) {
+  if (which == DenseProduct::kernel_grad) return be.gemm(true, false, in, out, rows, 1.f, a, in, b, out, 0.f, c, out);
+  if (which == DenseProduct::input_grad) return be.gemm(false, true, rows, in, out, 1.f, a, out, b, out, 0.f, c, in);
+  be.gemm(false, false, rows, out, in, 1.f, a, in, b, out, 0.f, c, out);
+  if (epilogue.bias) be.add_bias(c, epilogue.bias, rows, out);
+  if (epilogue.activation != ActivationKind::linear)
+    be.activation_forward(epilogue.activation, epilogue.params, c, c, rows * out);
+}
+
 Backend& get(Device device) {
   if (device.is_cpu()) {
     static cpu::CpuBackend cpu_backend;

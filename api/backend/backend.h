@@ -311,6 +311,15 @@ class StepGraph {
   virtual void replay() = 0;
 };
 
+// Which product of a dense layer Backend::dense_product computes.
+enum class DenseProduct { forward, kernel_grad, input_grad };
+// What the forward product adds in its own pass: bias[c] to every row (none if null), then the activation.
+struct DenseEpilogue {
+  const float* bias = nullptr;
+  ActivationKind activation = ActivationKind::linear;
+  ActivationParams params;
+};
+
 // ---- the backend ----------------------------------------------------------------------------------------------
 class Backend {
  public:
@@ -324,6 +333,17 @@ class Backend {
   // Row-major C[m, n] = alpha * op(A) op(B) + beta * C, op(X) = X or X^T. lda/ldb/ldc are row strides.
   virtual void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a,
                     Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) = 0;
+  // The three products of a dense layer with kernel W [in, out], input x [rows, in] and output gradient
+  // dy [rows, out], all row-major and contiguous; c is overwritten:
+  //   forward:     c[rows, out] = activation(x W + bias)   (a = x,  b = W; the epilogue's bias and activation)
+  //   kernel_grad: c[in, out]   = x^T dy                   (a = x,  b = dy; no epilogue)
+  //   input_grad:  c[rows, in]  = dy W^T                   (a = dy, b = W; no epilogue)
+  // What gemm, add_bias and activation_forward compute; a backend may split them over its threads so that each
+  // thread reads and writes the same rows of W and dW in all three as its share of an optimizer's update of W
+  // (the CPU backend does: the weight then stays in that core's cache from the update to the next step's
+  // products).
+  virtual void dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
+                             float* c, const DenseEpilogue& epilogue) = 0;
 
   virtual void fill(float* y, Index n, float value) = 0;
   virtual void fill_bytes(void* y, std::size_t bytes, unsigned char value) = 0;
@@ -478,6 +498,11 @@ class Backend {
 
 // The backend for a device; throws std::invalid_argument if this build has none for it.
 Backend& get(Device device);
+
+// Backend::dense_product as one gemm, add_bias and activation_forward (the CUDA backend's, and the CPU backend's
+// where it does not split).
+void dense_product_by_gemm(Backend& be, DenseProduct which, Index rows, Index in, Index out, const float* a,
+                           const float* b, float* c, const DenseEpilogue& epilogue);
 
 // Threads used by CPU kernels: TOWER_NUM_THREADS or OMP_NUM_THREADS, else all cores.
 int num_threads();

@@ -490,6 +490,71 @@ void gemm_cases(std::vector<OpCase>& t) {
       }
 }
 
+// Dense layers' products: small (one gemm), split over the CPU's threads (W above elementwise's grain), with a
+// thread left no rows of W on three threads, and too many rows for the forward split; every epilogue part.
+void dense_product_cases(std::vector<OpCase>& t) {
+  struct Size {
+    Index rows, in, out;
+  };
+  const Size sizes[] = {{5, 7, 3}, {9, 300, 129}, {2, 2, 20000}, {700, 300, 129}};
+  struct Epilogue {
+    const char* name;
+    bool bias;
+    ActivationKind kind;
+    ActivationParams p;
+  };
+  const Epilogue epilogues[] = {{"none", false, ActivationKind::linear, {}},
+                                {"bias", true, ActivationKind::linear, {}},
+                                {"bias, relu(max 2, threshold 0.5, slope 0.1)", true, ActivationKind::relu, {0.1f, 2.f, 0.5f}},
+                                {"leaky_relu(0.2)", false, ActivationKind::leaky_relu, {0.2f}},
+                                {"bias, sigmoid", true, ActivationKind::sigmoid, {}}};
+  for (const Size& z : sizes) {
+    const Index rows = z.rows, in = z.in, out = z.out;
+    const std::string shape = "rows=" + std::to_string(rows) + " in=" + std::to_string(in) + " out=" + std::to_string(out);
+    for (const Epilogue& e : epilogues)
+      t.push_back({"dense_product", "dense_product(forward, " + shape + ", epilogue " + e.name + ")",
+                   {rows * in, in * out, out}, {rows * out}, -1, 1, false, 1e-4,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                     be.dense_product(backend::DenseProduct::forward, rows, in, out, i[0], i[1], o[0],
+                                      {e.bias ? i[2] : nullptr, e.kind, e.p});
+                   },
+                   [=](OpBuffers& b) {
+                     for (Index r = 0; r < rows; ++r)
+                       for (Index c = 0; c < out; ++c) {
+                         double s = e.bias ? b.in[2][c] : 0.0;
+                         for (Index q = 0; q < in; ++q) s += double(b.in[0][r * in + q]) * b.in[1][q * out + c];
+                         b.out[0][r * out + c] = static_cast<float>(activate(e.kind, e.p, static_cast<float>(s)));
+                       }
+                   }});
+    t.push_back({"dense_product", "dense_product(kernel_grad, " + shape + ")", {rows * in, rows * out}, {in * out},
+                 -1, 1, false, 1e-4,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.dense_product(backend::DenseProduct::kernel_grad, rows, in, out, i[0], i[1], o[0], {});
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index q = 0; q < in; ++q)
+                     for (Index c = 0; c < out; ++c) {
+                       double s = 0;
+                       for (Index r = 0; r < rows; ++r) s += double(b.in[0][r * in + q]) * b.in[1][r * out + c];
+                       b.out[0][q * out + c] = static_cast<float>(s);
+                     }
+                 }});
+    t.push_back({"dense_product", "dense_product(input_grad, " + shape + ")", {rows * out, in * out}, {rows * in},
+                 -1, 1, false, 1e-4,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.dense_product(backend::DenseProduct::input_grad, rows, in, out, i[0], i[1], o[0], {});
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index r = 0; r < rows; ++r)
+                     for (Index q = 0; q < in; ++q) {
+                       double s = 0;
+                       for (Index c = 0; c < out; ++c) s += double(b.in[0][r * out + c]) * b.in[1][q * out + c];
+                       b.out[0][r * in + q] = static_cast<float>(s);
+                     }
+                 }});
+  }
+}
+
 // ---- convolution ----------------------------------------------------------------------------------------------------
 
 Conv2DParams conv_params(Index in_h, Index in_w, Index in_c, Index out_c, int kernel, int stride, int dilation,
@@ -910,6 +975,7 @@ std::vector<OpCase> op_table() {
   layout_cases(t);
   global_pool_cases(t);
   gemm_cases(t);
+  dense_product_cases(t);
   conv_cases(t);
   pool_cases(t);
   batch_norm_cases(t);

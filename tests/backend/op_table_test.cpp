@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backend/backend.h"
 #include "api/core/device.h"
 #include "api/core/random.h"
 #include "api/core/tensor.h"
@@ -156,6 +157,25 @@ TEST(OpTable, TheCpuBackendMatchesTheReferences) {
     const std::string error = compare(table[i], got, want);
     EXPECT_TRUE(error.empty()) << error;
   }
+}
+
+// The CPU backend splits dense products over its threads by the rows of W (dense_product in cpu_backend.cpp):
+// the same references on one, two and three threads, three leaving a thread no rows of the 2 x 20000 kernel.
+TEST(OpTable, TheCpuDenseProductsMatchTheReferencesOnOneToThreeThreads) {
+  const std::vector<OpCase> table = op_table();
+  const int threads = backend::num_threads();
+  for (const int n : {1, 2, 3}) {
+    backend::set_num_threads(n);
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i].op != "dense_product") continue;
+      OpBuffers got = inputs_of(table[i], i), want = got;
+      run_on(table[i], Device::cpu(), got);
+      table[i].reference(want);
+      const std::string error = compare(table[i], got, want);
+      EXPECT_TRUE(error.empty()) << n << " threads: " << error;
+    }
+  }
+  backend::set_num_threads(threads);
 }
 
 TEST(OpTable, EveryGpuMatchesTheCpu_CUDA) {

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/backend/cpu/dnnl_context.h"
 #include "api/backend/cpu/loops.h"
@@ -43,6 +45,59 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, flo
   if (status != dnnl_success)
     throw std::runtime_error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(status)) +
                              ") for m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+}
+
+void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
+                               float* c, const DenseEpilogue& epilogue) {
+  const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // Split when an optimizer's update splits W over the threads (elementwise's grain). The forward split leaves each
+  // thread a partial product of all of c to add up: only while those stay small beside W.
+  const bool split = threads > 1 && rows > 0 && in * out > kParallelGrain &&
+                     (which != DenseProduct::forward || threads * rows <= 4 * in);
+  if (!split) return dense_product_by_gemm(*this, which, rows, in, out, a, b, c, epilogue);
+  // Thread t's products run on rows [k0, k1) of W and dW, the rows of its thread_share of W's elements: the forward
+  // on columns [k0, k1) of x, each thread's partial c (thread 0's in c itself) added up afterwards with the
+  // epilogue, by rows; the kernel gradient's rows [k0, k1); the input gradient's columns [k0, k1). Each gemm runs
+  // on its one thread.
+  thread_local std::vector<float> partials;
+  if (which == DenseProduct::forward) partials.resize(static_cast<std::size_t>((threads - 1) * rows * out));
+  float* const scratch = partials.data();  // the calling thread's: a thread_local named in the region is another's
+  std::exception_ptr error;
+#pragma omp parallel num_threads(static_cast<int>(threads))
+  {
+    const DenormalsFlushed flushed;
+    const Index team = omp_get_num_threads(), t = omp_get_thread_num();
+    const auto [k0, k1] = weight_rows(in, out, team, t);
+    try {
+      if (which == DenseProduct::forward)
+        gemm(false, false, rows, out, k1 - k0, 1.f, a + k0, in, b + k0 * out, out, 0.f,
+             t == 0 ? c : scratch + (t - 1) * rows * out, out);
+      else if (which == DenseProduct::kernel_grad)
+        gemm(true, false, k1 - k0, out, rows, 1.f, a + k0, in, b, out, 0.f, c + k0 * out, out);
+      else
+        gemm(false, true, rows, k1 - k0, out, 1.f, a, out, b + k0 * out, out, 0.f, c + k0, in);
+    } catch (...) {
+#pragma omp critical(tower_dense_product)
+      if (!error) error = std::current_exception();
+    }
+    if (which == DenseProduct::forward) {
+#pragma omp barrier
+      const auto [r0, r1] = thread_share(rows, team, t);
+      if (!error && r0 < r1) {
+        for (Index s = 1; s < team; ++s)
+          for_range(math::Add{c, scratch + (s - 1) * rows * out, c}, r0 * out, r1 * out);
+        if (epilogue.bias) {
+          const math::AddBias f{c, epilogue.bias, out};
+          for_rows([f](Index r, Index col) { f.at(r, col); }, r0, r1, out);
+        }
+        if (epilogue.activation != ActivationKind::linear)
+          math::visit_activation(epilogue.activation, epilogue.params, [&](auto f) {
+            for_range(math::ActivationForward<decltype(f)>{f, c, c}, r0 * out, r1 * out);
+          });
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void CpuBackend::fill(float* y, Index n, float value) { elementwise(n, math::Fill{y, value}); }

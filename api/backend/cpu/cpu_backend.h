@@ -15,6 +15,8 @@ class CpuBackend final : public Backend {
 
   void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
             const float* b, Index ldb, float beta, float* c, Index ldc) override;
+  void dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
+                     float* c, const DenseEpilogue& epilogue) override;
   void fill(float* y, Index n, float value) override;
   void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
   void add(const float* a, const float* b, float* y, Index n) override;

@@ -65,8 +65,28 @@ class DenormalsFlushed {
 // Below this many elements a loop runs on one thread: the fork/join costs more than the work.
 inline constexpr Index kParallelGrain = Index{1} << 15;
 
+// Thread t's share [begin, end) of n elements split over `threads`: contiguous ranges that start on 64-byte
+// boundaries of float arrays. parallel_ranges splits by it, and so, through it, does every optimizer update;
+// CpuBackend::dense_product gives each thread the rows of a weight that its share of the update covers.
+struct ThreadShare {
+  Index begin, end;
+};
+inline ThreadShare thread_share(Index n, Index threads, Index t) {
+  const Index chunk = (n / threads + 15) / 16 * 16;
+  const Index begin = std::min(n, t * chunk);
+  return {begin, t + 1 == threads ? n : std::min(n, begin + chunk)};
+}
+
+// Thread t's rows [begin, end) of a row-major [rows, cols] matrix whose elements are split by thread_share: the
+// rows its share holds most of (a row its share starts or ends in goes to the thread holding more of it).
+inline ThreadShare weight_rows(Index rows, Index cols, Index threads, Index t) {
+  const ThreadShare s = thread_share(rows * cols, threads, t);
+  const auto row = [&](Index element) { return std::min(rows, (element + cols / 2) / cols); };
+  return {row(s.begin), t + 1 == threads ? rows : row(s.end)};
+}
+
 // Calls kernel(begin, end) over [0, n): on the calling thread alone up to `grain` elements, else once per
-// OpenMP thread on contiguous ranges that start on 64-byte boundaries of float arrays.
+// OpenMP thread on its thread_share.
 template <class Kernel>
 void parallel_ranges(Index n, const Kernel& kernel, Index grain = kParallelGrain) {
   if (n <= grain) {
@@ -77,9 +97,7 @@ void parallel_ranges(Index n, const Kernel& kernel, Index grain = kParallelGrain
 #pragma omp parallel
   {
     const DenormalsFlushed flushed;
-    const Index threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const Index chunk = (n / threads + 15) / 16 * 16;
-    const Index begin = std::min(n, t * chunk), end = t + 1 == threads ? n : std::min(n, begin + chunk);
+    const auto [begin, end] = thread_share(n, omp_get_num_threads(), omp_get_thread_num());
     if (begin < end) kernel(begin, end);
   }
 }

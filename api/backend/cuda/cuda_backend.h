@@ -29,6 +29,8 @@ class CudaBackend final : public Backend {
 
   void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
             const float* b, Index ldb, float beta, float* c, Index ldc) override;  // cuda_gemm.cpp
+  void dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
+                     float* c, const DenseEpilogue& epilogue) override;  // cuda_gemm.cpp
 
   // cuda_elementwise.cu, except bias_grad and sum (cuda_reduce.cu)
   void fill(float* y, Index n, float value) override;

@@ -180,4 +180,9 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, fl
   plan->run(cublaslt(), alpha, a, b, beta, c, scratch, stream());
 }
 
+void CudaBackend::dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
+                                float* c, const DenseEpilogue& epilogue) {
+  dense_product_by_gemm(*this, which, rows, in, out, a, b, c, epilogue);
+}
+
 }  // namespace tower::backend::cuda
