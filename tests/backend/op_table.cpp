@@ -462,6 +462,15 @@ void global_pool_cases(std::vector<OpCase>& t) {
 
 // ---- GEMM ----------------------------------------------------------------------------------------------------------
 
+// sum over q < k of op(A)[r, q] op(B)[q, c] in double; op(X) = X or X^T, X row-major with row stride ldx.
+double product_at(bool ta, bool tb, const std::vector<float>& a, Index lda, const std::vector<float>& b, Index ldb,
+                  Index k, Index r, Index c) {
+  double s = 0;
+  for (Index q = 0; q < k; ++q)
+    s += double(ta ? a[q * lda + r] : a[r * lda + q]) * (tb ? b[c * ldb + q] : b[q * ldb + c]);
+  return s;
+}
+
 void gemm_cases(std::vector<OpCase>& t) {
   const Index m = 13, n = 7, k = 11;
   for (const bool ta : {false, true})
@@ -479,10 +488,7 @@ void gemm_cases(std::vector<OpCase>& t) {
                      [=](OpBuffers& b) {
                        for (Index r = 0; r < m; ++r)
                          for (Index c = 0; c < n; ++c) {
-                           double s = 0;
-                           for (Index q = 0; q < k; ++q)
-                             s += double(ta ? b.in[0][q * lda + r] : b.in[0][r * lda + q]) *
-                                  (tb ? b.in[1][c * ldb + q] : b.in[1][q * ldb + c]);
+                           const double s = product_at(ta, tb, b.in[0], lda, b.in[1], ldb, k, r, c);
                            float& y = b.out[0][r * ldc + c];
                            y = float(0.7 * s + (beta == 0.f ? 0.0 : double(beta) * y));
                          }
@@ -505,12 +511,14 @@ void dense_product_cases(std::vector<OpCase>& t) {
   };
   const Epilogue epilogues[] = {{"none", false, ActivationKind::linear, {}},
                                 {"bias", true, ActivationKind::linear, {}},
-                                {"bias, relu(max 2, threshold 0.5, slope 0.1)", true, ActivationKind::relu, {0.1f, 2.f, 0.5f}},
+                                {"bias, relu(max 2, threshold 0.5, slope 0.1)", true, ActivationKind::relu,
+                                 {0.1f, 2.f, 0.5f}},
                                 {"leaky_relu(0.2)", false, ActivationKind::leaky_relu, {0.2f}},
                                 {"bias, sigmoid", true, ActivationKind::sigmoid, {}}};
   for (const Size& z : sizes) {
     const Index rows = z.rows, in = z.in, out = z.out;
-    const std::string shape = "rows=" + std::to_string(rows) + " in=" + std::to_string(in) + " out=" + std::to_string(out);
+    const std::string shape =
+        "rows=" + std::to_string(rows) + " in=" + std::to_string(in) + " out=" + std::to_string(out);
     for (const Epilogue& e : epilogues)
       t.push_back({"dense_product", "dense_product(forward, " + shape + ", epilogue " + e.name + ")",
                    {rows * in, in * out, out}, {rows * out}, -1, 1, false, 1e-4,
@@ -521,37 +529,33 @@ void dense_product_cases(std::vector<OpCase>& t) {
                    [=](OpBuffers& b) {
                      for (Index r = 0; r < rows; ++r)
                        for (Index c = 0; c < out; ++c) {
-                         double s = e.bias ? b.in[2][c] : 0.0;
-                         for (Index q = 0; q < in; ++q) s += double(b.in[0][r * in + q]) * b.in[1][q * out + c];
+                         const double s = (e.bias ? b.in[2][c] : 0.0) +
+                                          product_at(false, false, b.in[0], in, b.in[1], out, in, r, c);
                          b.out[0][r * out + c] = static_cast<float>(activate(e.kind, e.p, static_cast<float>(s)));
                        }
                    }});
-    t.push_back({"dense_product", "dense_product(kernel_grad, " + shape + ")", {rows * in, rows * out}, {in * out},
-                 -1, 1, false, 1e-4,
-                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
-                   be.dense_product(backend::DenseProduct::kernel_grad, rows, in, out, i[0], i[1], o[0], {});
-                 },
-                 [=](OpBuffers& b) {
-                   for (Index q = 0; q < in; ++q)
-                     for (Index c = 0; c < out; ++c) {
-                       double s = 0;
-                       for (Index r = 0; r < rows; ++r) s += double(b.in[0][r * in + q]) * b.in[1][r * out + c];
-                       b.out[0][q * out + c] = static_cast<float>(s);
-                     }
-                 }});
-    t.push_back({"dense_product", "dense_product(input_grad, " + shape + ")", {rows * out, in * out}, {rows * in},
-                 -1, 1, false, 1e-4,
-                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
-                   be.dense_product(backend::DenseProduct::input_grad, rows, in, out, i[0], i[1], o[0], {});
-                 },
-                 [=](OpBuffers& b) {
-                   for (Index r = 0; r < rows; ++r)
-                     for (Index q = 0; q < in; ++q) {
-                       double s = 0;
-                       for (Index c = 0; c < out; ++c) s += double(b.in[0][r * out + c]) * b.in[1][q * out + c];
-                       b.out[0][r * in + q] = static_cast<float>(s);
-                     }
-                 }});
+    // The gradients as C[m, n] = op(A) op(B) over k: x^T dy, and dy W^T (B's rows, of dy or W, are out long).
+    struct Gradient {
+      backend::DenseProduct which;
+      const char* name;
+      Index a_size, b_size, m, n, k, lda;
+      bool ta, tb;
+    };
+    const Gradient gradients[] = {
+        {backend::DenseProduct::kernel_grad, "kernel_grad", rows * in, rows * out, in, out, rows, in, true, false},
+        {backend::DenseProduct::input_grad, "input_grad", rows * out, in * out, rows, in, out, out, false, true}};
+    for (const Gradient& g : gradients)
+      t.push_back({"dense_product", std::string("dense_product(") + g.name + ", " + shape + ")", {g.a_size, g.b_size},
+                   {g.m * g.n}, -1, 1, false, 1e-4,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                     be.dense_product(g.which, rows, in, out, i[0], i[1], o[0], {});
+                   },
+                   [=](OpBuffers& b) {
+                     for (Index r = 0; r < g.m; ++r)
+                       for (Index c = 0; c < g.n; ++c)
+                         b.out[0][r * g.n + c] =
+                             static_cast<float>(product_at(g.ta, g.tb, b.in[0], g.lda, b.in[1], out, g.k, r, c));
+                   }});
   }
 }
 
