@@ -69,6 +69,27 @@ TEST_F(Denormals, OffComputesThemExactly) {
   }
 }
 
+// oneDNN's products read denormal operands as they are, whether the flush is on or off, also where the CPU backend
+// splits a dense layer's products over its threads (dense_product): x * W for a denormal x and W = 1 adds up to the
+// normal in * x, which a product that read x as zero would leave 0.
+TEST_F(Denormals, DenseProductsReadDenormalsEitherWay) {
+  const int threads = num_threads();
+  const Index rows = 9, in = 300, out = 129;  // W above the update's grain: split over 2 threads
+  const std::vector<float> x(static_cast<std::size_t>(rows * in), kDenormal),
+      w(static_cast<std::size_t>(in * out), 1.f), bias(static_cast<std::size_t>(out), 0.f);
+  for (const bool flush : {true, false})
+    for (const int n : {1, 2}) {
+      set_flush_denormals(flush);
+      set_num_threads(n);
+      std::vector<float> y(static_cast<std::size_t>(rows * out));
+      get(Device::cpu()).dense_product(DenseProduct::forward, rows, in, out, x.data(), w.data(), y.data(),
+                                       {bias.data(), ActivationKind::relu, {}});
+      for (float v : y)
+        ASSERT_EQ(v, static_cast<float>(in) * kDenormal) << "flush " << flush << ", " << n << " threads";
+    }
+  set_num_threads(threads);
+}
+
 TEST_F(Denormals, TheCallingThreadKeepsItsOwnSetting) {
   const unsigned before = _mm_getcsr();
   products(kShort);

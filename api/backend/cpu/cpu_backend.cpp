@@ -65,7 +65,6 @@ void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index o
   std::exception_ptr error;
 #pragma omp parallel num_threads(static_cast<int>(threads))
   {
-    const DenormalsFlushed flushed;
     const Index team = omp_get_num_threads(), t = omp_get_thread_num();
     const auto [k0, k1] = weight_rows(in, out, team, t);
     try {
@@ -84,6 +83,7 @@ void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index o
 #pragma omp barrier
       const auto [r0, r1] = thread_share(rows, team, t);
       if (!error && r0 < r1) {
+        const DenormalsFlushed flushed;  // Tower's loops only: oneDNN's products compute denormals either way
         for (Index s = 1; s < team; ++s)
           for_range(math::Add{c, scratch + (s - 1) * rows * out, c}, r0 * out, r1 * out);
         if (epilogue.bias) {
