@@ -36,11 +36,20 @@ OptimizerUpdate read_update_scalars(const OptimizerUpdate& update) {
   return read;
 }
 
+void dense_gemm_rows(Backend& be, DenseProduct which, Index rows, Index in, Index out, Index k0, Index k1,
+                     const float* a, const float* b, float* c) {
+  if (which == DenseProduct::forward)
+    be.gemm(false, false, rows, out, k1 - k0, 1.f, a + k0, in, b + k0 * out, out, 0.f, c, out);
+  else if (which == DenseProduct::kernel_grad)
+    be.gemm(true, false, k1 - k0, out, rows, 1.f, a + k0, in, b, out, 0.f, c + k0 * out, out);
+  else
+    be.gemm(false, true, rows, k1 - k0, out, 1.f, a, out, b + k0 * out, out, 0.f, c + k0, in);
+}
+
 void dense_product_by_gemm(Backend& be, DenseProduct which, Index rows, Index in, Index out, const float* a,
                            const float* b, float* c, const DenseEpilogue& epilogue) {
-  if (which == DenseProduct::kernel_grad) return be.gemm(true, false, in, out, rows, 1.f, a, in, b, out, 0.f, c, out);
-  if (which == DenseProduct::input_grad) return be.gemm(false, true, rows, in, out, 1.f, a, out, b, out, 0.f, c, in);
-  be.gemm(false, false, rows, out, in, 1.f, a, in, b, out, 0.f, c, out);
+  dense_gemm_rows(be, which, rows, in, out, 0, in, a, b, c);
+  if (which != DenseProduct::forward) return;
   if (epilogue.bias) be.add_bias(c, epilogue.bias, rows, out);
   if (epilogue.activation != ActivationKind::linear)
     be.activation_forward(epilogue.activation, epilogue.params, c, c, rows * out);

@@ -503,6 +503,10 @@ Backend& get(Device device);
 // where it does not split).
 void dense_product_by_gemm(Backend& be, DenseProduct which, Index rows, Index in, Index out, const float* a,
                            const float* b, float* c, const DenseEpilogue& epilogue);
+// dense_product's gemm over rows [k0, k1) of W and dW alone, no epilogue: the forward's partial product x[:, k0:k1]
+// W[k0:k1, :] into c[rows, out]; the kernel gradient's rows [k0, k1) and the input gradient's columns [k0, k1) of c.
+void dense_gemm_rows(Backend& be, DenseProduct which, Index rows, Index in, Index out, Index k0, Index k1,
+                     const float* a, const float* b, float* c);
 
 // Threads used by CPU kernels: TOWER_NUM_THREADS or OMP_NUM_THREADS, else all cores.
 int num_threads();

@@ -68,13 +68,8 @@ void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index o
     const Index team = omp_get_num_threads(), t = omp_get_thread_num();
     const auto [k0, k1] = weight_rows(in, out, team, t);
     try {
-      if (which == DenseProduct::forward)
-        gemm(false, false, rows, out, k1 - k0, 1.f, a + k0, in, b + k0 * out, out, 0.f,
-             t == 0 ? c : scratch + (t - 1) * rows * out, out);
-      else if (which == DenseProduct::kernel_grad)
-        gemm(true, false, k1 - k0, out, rows, 1.f, a + k0, in, b, out, 0.f, c + k0 * out, out);
-      else
-        gemm(false, true, rows, k1 - k0, out, 1.f, a, out, b + k0 * out, out, 0.f, c + k0, in);
+      const bool partial = which == DenseProduct::forward && t > 0;
+      dense_gemm_rows(*this, which, rows, in, out, k0, k1, a, b, partial ? scratch + (t - 1) * rows * out : c);
     } catch (...) {
 #pragma omp critical(tower_dense_product)
       if (!error) error = std::current_exception();
