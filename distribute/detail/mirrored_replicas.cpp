@@ -195,6 +195,9 @@ void MirroredReplicas::copy_optimizer_to(int r, const optimizers::Optimizer& mai
   if (opt->learning_rate() != main.learning_rate()) opt->set_learning_rate(main.learning_rate());
   if (!copy_slots || !main.built()) return;
   const std::vector<VariablePtr>& slots = main.variables();
+  // Without slots there is nothing to copy, and nothing names the variables the model's optimizer was built for:
+  // the replica's builds itself at its first step, for its copies of the variables that step updates.
+  if (slots.empty()) return;
   if (!opt->built()) {
     // Built for the copies of the variables the model's optimizer was built for, in its order, so the slots pair
     // up by position. A slot is "<variable path>/<slot name>".
@@ -476,12 +479,20 @@ const std::vector<Tensor>& MirroredReplicas::copy_gradients(int r) {
 void MirroredReplicas::update_copies(const optimizers::Optimizer& main, const tower::detail::CopyUpdate& update) {
   if (!mirrored_) return;
   if (!gradients_) throw std::logic_error(who_ + "update_copies() before a training step");
+  drop_replaced_optimizers();
   for (int r = 1; r < local_; ++r) {
     const auto ur = static_cast<std::size_t>(r);
     copy_trainable_[ur] = copies_[ur]->trainable_weights();
     copy_optimizer_to(r, main, false);
     update(copy_trainable_[ur], copy_gradients(r), *copy_optimizers_[ur]);
   }
+}
+
+void MirroredReplicas::drop_replaced_optimizers() {
+  const optimizers::OptimizerPtr& now = model_.optimizer();
+  if (now == copied_optimizer_) return;
+  for (std::shared_ptr<optimizers::Optimizer>& opt : copy_optimizers_) opt.reset();
+  copied_optimizer_ = now;
 }
 
 void MirroredReplicas::sync_before_run() {
@@ -491,6 +502,7 @@ void MirroredReplicas::sync_before_run() {
 void MirroredReplicas::sync_from_model() {
   copies_diverged_ = false;
   if (!mirrored_) return;
+  drop_replaced_optimizers();
   for (int r = 1; r < local_; ++r) {
     const auto ur = static_cast<std::size_t>(r);
     if (trainable_mask(model_) != trainable_mask(*copies_[ur]))

@@ -10,7 +10,8 @@
 // replica's copy is the model's own variables; every other replica r runs a model of its own, rebuilt from the
 // model's config, whose variables are made from the model's when the replicas are made (a broadcast) and live
 // on r's device. After the gradients are summed, each replica's copies take the same optimizer step with the
-// same summed gradients (update_copies: a copy of the model's optimizer per replica, with its own slots), and
+// same summed gradients (update_copies: a copy of the model's optimizer per replica, with its own slots, made
+// again when compile replaces the model's optimizer), and
 // the non-trainable variables (BatchNormalization's moving statistics, which only the first replica updates)
 // are copied from the first replica's after every step: the values of the first replica, as Keras on
 // tf.distribute reports them. Reading the model's weights therefore reads the first replica's copy.
@@ -124,9 +125,12 @@ class MirroredReplicas final : public tower::detail::Replicas, private ReplicaVa
   // Copies the model's variables into replica r's (all of them, or only the non-trainable ones).
   void copy_variables_to(int r, bool only_non_trainable);
   // Sets replica r's optimizer to the model optimizer's step and learning rate, making it (from the model
-  // optimizer's config) when there is none, and then copying the slots.
-  // copy_slots: also when it exists already.
+  // optimizer's config) when there is none, and then copying the slots (an optimizer without slots builds itself
+  // at its first step). copy_slots: also when it exists already.
   void copy_optimizer_to(int r, const optimizers::Optimizer& main, bool copy_slots);
+  // compile() replaced the model's optimizer since the replicas' optimizers were made: they are dropped, to be
+  // made again from the new one (Keras' compile replaces the optimizer: type, hyperparameters and slots).
+  void drop_replaced_optimizers();
   // The summed gradients for replica r's copies, on its device.
   const std::vector<Tensor>& copy_gradients(int r);
   std::uint64_t plan_seed(int global_replica, Index batch, bool training) const;
@@ -174,6 +178,8 @@ class MirroredReplicas final : public tower::detail::Replicas, private ReplicaVa
   bool mirrored_ = false;
   std::vector<std::shared_ptr<ModelImpl>> copies_;
   std::vector<std::shared_ptr<optimizers::Optimizer>> copy_optimizers_;
+  // The model's optimizer those are copies of (held, so that a replacement never has its address).
+  std::shared_ptr<const optimizers::Optimizer> copied_optimizer_;
   std::vector<std::vector<VariablePtr>> copy_trainable_;
   std::vector<Tensor> copy_sums_;
   std::vector<std::vector<Tensor>> copy_sum_views_;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "distribute/detail/device_communicator.h"
@@ -242,6 +243,108 @@ TEST(MirroredVariables, FreezingALayerReachesTheCopies) {
   const std::vector<Tensor> mirrored = train_frozen(strategy);
   ASSERT_EQ(mirrored.size(), single.size());
   for (std::size_t i = 0; i < single.size(); ++i) EXPECT_LE(relative_difference(mirrored[i], single[i]), kBound) << i;
+}
+
+
+// fit, compile with another optimizer in the same scope, fit: Keras' compile replaces the optimizer entirely, so
+// every replica's copies take the new optimizer's steps (its type, hyperparameters and fresh slots).
+TEST(MirroredVariables, RecompilingReplacesEveryReplicasOptimizer) {
+  struct Transition {
+    std::string name;
+    std::function<optimizers::OptimizerPtr()> first, second;
+  };
+  const std::vector<Transition> transitions{
+      {"SGD -> Adam", [] { return optimizers::SGD(0.05); }, [] { return optimizers::Adam(1e-3); }},
+      {"Adam 0.01 -> 0.001", [] { return optimizers::Adam(1e-2); }, [] { return optimizers::Adam(1e-3); }},
+      {"SGD momentum -> SGD", [] { return optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}); },
+       [] { return optimizers::SGD(0.05); }},
+  };
+  for (const Transition& t : transitions) {
+    std::vector<Tensor> initial;
+    const auto train_twice = [&](const std::optional<distribute::Strategy>& strategy) {
+      std::optional<Model> model;
+      std::optional<distribute::StrategyScope> scope;
+      if (strategy) scope.emplace(strategy->scope());
+      model.emplace(testing::small_convnet(false, false));
+      model->compile(t.first(), losses::SparseCategoricalCrossentropy());
+      if (initial.empty())
+        initial = model->get_weights();
+      else
+        model->set_weights(initial);
+      const auto data = data::Dataset::from_tensor_slices({steps_examples().x, steps_examples().y}).batch(kBatch);
+      FitOptions options;
+      options.verbose = 0;
+      model->fit(data, options);
+      model->compile(t.second(), losses::SparseCategoricalCrossentropy());
+      model->fit(data, options);
+      return *model;
+    };
+    const Model single = train_twice(std::nullopt);
+    distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
+    Model mirrored = train_twice(strategy);
+    const std::vector<Tensor> want = single.get_weights(), got = mirrored.get_weights();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_LE(relative_difference(got[i], want[i]), kBound) << t.name << ": " << single.weights()[i]->path;
+    expect_identical_copies(mirrored, t.name);
+  }
+}
+
+// An optimizer without slots (SGD without momentum): a replica's optimizer made after the model's has taken its
+// first step (a layer frozen between fits remakes the copies; BackupAndRestore restores a built optimizer) is
+// built for the copies of every variable the model's optimizer was built for.
+TEST(MirroredVariables, SlotlessOptimizerAfterFreezingOrResuming) {
+  std::vector<Tensor> initial;
+  const auto data = data::Dataset::from_tensor_slices({steps_examples().x, steps_examples().y}).batch(kBatch);
+  FitOptions options;
+  options.verbose = 0;
+  const auto make = [&](const std::optional<distribute::Strategy>& strategy) {
+    std::optional<Model> model;
+    std::optional<distribute::StrategyScope> scope;
+    if (strategy) scope.emplace(strategy->scope());
+    model.emplace(testing::small_convnet(false, false));
+    model->compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
+    if (initial.empty())
+      initial = model->get_weights();
+    else
+      model->set_weights(initial);
+    return *model;
+  };
+  const auto expect_same = [](const Model& got, const Model& want, const std::string& what) {
+    const std::vector<Tensor> g = got.get_weights(), w = want.get_weights();
+    ASSERT_EQ(g.size(), w.size());
+    for (std::size_t i = 0; i < w.size(); ++i)
+      EXPECT_LE(relative_difference(g[i], w[i]), kBound) << what << ": " << want.weights()[i]->path;
+  };
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
+  {
+    Model single = make(std::nullopt), mirrored = make(strategy);
+    for (Model* m : {&single, &mirrored}) {
+      m->fit(data, options);
+      m->impl().layers()[1]->set_trainable(false);
+      m->fit(data, options);
+    }
+    expect_same(mirrored, single, "frozen between fits");
+  }
+  {
+    // Two epochs, the second resumed by a fresh model from the first's backup.
+    const std::string dir = (std::filesystem::temp_directory_path() / "tower_mirrored_slotless_backup").string();
+    std::filesystem::remove_all(dir);
+    Model single = make(std::nullopt);
+    options.epochs = 2;
+    single.fit(data, options);
+    Model interrupted = make(strategy);
+    options.epochs = 1;
+    options.callbacks = {std::make_shared<callbacks::BackupAndRestore>(
+        dir, callbacks::BackupAndRestoreOptions{.delete_checkpoint = false})};
+    interrupted.fit(data, options);
+    Model resumed = make(strategy);
+    options.epochs = 2;
+    resumed.fit(data, options);
+    std::filesystem::remove_all(dir);
+    expect_same(resumed, single, "resumed by BackupAndRestore");
+    expect_identical_copies(resumed, "resumed by BackupAndRestore");
+  }
 }
 
 }  // namespace
