@@ -106,6 +106,9 @@ void run_replicas(const Strategy& strategy, ModelImpl& model, const DistributedB
     if (auto& step = steps[static_cast<std::size_t>(r)]) fn(*step);
   };
   replicas->run(n, tower::detail::ReplicaWork(work), false);
+  // As after fit's steps: the first replica's moving statistics reach the central variables, the other workers
+  // and the other replicas' copies.
+  replicas->after_update();
 }
 
 }  // namespace detail
@@ -118,9 +121,18 @@ void check_single_worker(const Strategy& strategy) {
                            " workers; reduce sums this worker's replicas only, so it runs on one worker");
 }
 
+// Replicas without rows of a short batch return no value; more values than replicas in sync are not per replica.
+void check_count(const Strategy& strategy, std::size_t values) {
+  if (values == 0) throw std::invalid_argument("distribute::reduce: no per-replica values");
+  if (values > static_cast<std::size_t>(strategy.num_replicas_in_sync()))
+    throw std::invalid_argument("distribute::reduce: " + std::to_string(values) + " per-replica values for " +
+                                strategy.type() + "'s " + std::to_string(strategy.num_replicas_in_sync()) +
+                                " replicas in sync");
+}
+
 // The sum of the defined tensors of `values` (undefined when none is), on the first one's device, divided by
-// values.size() for MEAN.
-Tensor reduce_one(ReduceOp op, const std::vector<const Tensor*>& values) {
+// `replicas` (the replicas in sync) for MEAN.
+Tensor reduce_one(ReduceOp op, const std::vector<const Tensor*>& values, int replicas) {
   Tensor sum;
   for (const Tensor* v : values) {
     if (!v->defined()) continue;
@@ -138,7 +150,7 @@ Tensor reduce_one(ReduceOp op, const std::vector<const Tensor*>& values) {
   }
   if (sum.defined() && op == ReduceOp::MEAN)
     backend::get(sum.device())
-        .axpby(1.f / static_cast<float>(values.size()), sum.data<float>(), 0.f, sum.data<float>(), sum.numel());
+        .axpby(1.f / static_cast<float>(replicas), sum.data<float>(), 0.f, sum.data<float>(), sum.numel());
   return sum;
 }
 
@@ -146,15 +158,15 @@ Tensor reduce_one(ReduceOp op, const std::vector<const Tensor*>& values) {
 
 Tensor reduce(const Strategy& strategy, ReduceOp op, const PerReplica<Tensor>& values) {
   check_single_worker(strategy);
-  if (values.values.empty()) throw std::invalid_argument("distribute::reduce: no per-replica values");
+  check_count(strategy, values.values.size());
   std::vector<const Tensor*> all;
   for (const Tensor& v : values.values) all.push_back(&v);
-  return reduce_one(op, all);
+  return reduce_one(op, all, strategy.num_replicas_in_sync());
 }
 
 std::vector<Tensor> reduce(const Strategy& strategy, ReduceOp op, const PerReplica<std::vector<Tensor>>& values) {
   check_single_worker(strategy);
-  if (values.values.empty()) throw std::invalid_argument("distribute::reduce: no per-replica values");
+  check_count(strategy, values.values.size());
   const std::size_t count = values.values[0].size();
   for (const auto& v : values.values)
     if (v.size() != count)
@@ -165,7 +177,7 @@ std::vector<Tensor> reduce(const Strategy& strategy, ReduceOp op, const PerRepli
   std::vector<const Tensor*> at(values.values.size());
   for (std::size_t k = 0; k < count; ++k) {
     for (std::size_t r = 0; r < values.values.size(); ++r) at[r] = &values.values[r][k];
-    out.push_back(reduce_one(op, at));
+    out.push_back(reduce_one(op, at, strategy.num_replicas_in_sync()));
   }
   return out;
 }

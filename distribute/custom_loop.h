@@ -49,11 +49,16 @@
 // runs in replica context (current_replica_context(), api/engine/replica_context.h). An exception in fn is
 // rethrown after every replica has finished (a replica waiting for the failed one in a collective stops too). Throws std::invalid_argument when the model
 // belongs to another strategy.
+// After fn has run on every replica, the first replica's moving statistics (BatchNormalization) reach what fit's
+// steps make them reach (Replicas::after_update): the central variables, the other workers, the mirrored copies.
 // reduce: SUM adds the per-replica tensors on the first value's device (copying the others there); MEAN divides
-// that sum by the number of values. Undefined tensors (unconnected gradients) are skipped; a position where every
-// value is undefined stays undefined. Throws std::invalid_argument for values of different shapes, lists of
-// different lengths, or no values; std::logic_error under a strategy of several workers, whose sums would need the
-// other workers' values.
+// that sum by num_replicas_in_sync, as tf.distribute's Strategy.reduce(MEAN, value, axis=None) does, also when a
+// short batch left replicas without rows (and so without a value: they count as zeros). Undefined tensors
+// (unconnected gradients) are skipped; a position where every value is undefined stays undefined. There is no
+// `axis` (TensorFlow's reduce(MEAN, value, axis=0) averages over every replica's rows instead). Throws
+// std::invalid_argument for values of different shapes, lists of different lengths, no values or more values
+// than replicas in sync; std::logic_error under a strategy of several workers, whose sums would need the other
+// workers' values.
 #include <functional>
 #include <memory>
 #include <optional>

@@ -127,6 +127,23 @@ TEST(CustomLoop, PerReplicaBatchNormalizationEqualsFitUnderTheStrategy) {
   expect_same_weights(loop.weights, fit_weights(strategy, true, initial), "BatchNormalization per replica");
 }
 
+// Replicas reading copies of the central variables: the first replica's batches move the moving statistics in its
+// copy, and run() copies them to the central variables after the step, as fit does (Replicas::after_update).
+TEST(CustomLoop, CentralStorageReadingCopiesMovesTheMovingStatistics) {
+  set_random_seed(44);
+  const distribute::CentralStorageStrategy strategy({"cpu:0", "cpu:1"}, std::nullopt, {.read_copies = true});
+  const std::vector<Tensor> initial = make_model(strategy, true).get_weights();
+  const LoopResult loop = custom_loop(strategy, true, initial);
+  expect_same_weights(loop.weights, fit_weights(strategy, true, initial), "central storage, replicas reading copies");
+  Model probe = make_model(std::nullopt, true);
+  probe.set_weights(loop.weights);
+  const std::vector<VariablePtr> statistics = probe.impl().non_trainable_weights();
+  ASSERT_FALSE(statistics.empty());
+  double largest = 0;  // moving_mean starts at 0
+  for (float v : statistics[0]->value.to_vector()) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+  EXPECT_GT(largest, 1e-5) << statistics[0]->path << " never moved";
+}
+
 TEST(CustomLoop, MirroredVariablesTakeTheUpdates) {
   set_random_seed(43);
   const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
@@ -178,6 +195,27 @@ TEST(CustomLoop, ReduceSumAndMean) {
   EXPECT_EQ(r[1].item(), 3.f);
   distribute::PerReplica<Tensor> bad{{Tensor::full({2}, 1.f), Tensor::full({3}, 1.f)}};
   EXPECT_THROW(distribute::reduce(strategy, distribute::ReduceOp::SUM, bad), std::invalid_argument);
+}
+
+// tf.distribute's reduce(MEAN, axis=None) divides the sum by num_replicas_in_sync, whether or not every replica had
+// rows: a short batch that leaves the second replica without rows gives half the first replica's value.
+TEST(CustomLoop, ReduceMeanDividesByTheReplicasInSync) {
+  const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  Model model = make_model(strategy, false);
+  const data::Dataset one = data::Dataset::from_tensor_slices({examples().x.slice(0, 1), examples().y.slice(0, 1)}).batch(1);
+  auto it = distribute::distribute_dataset(strategy, one).make_iterator();
+  const auto per_replica = distribute::run(strategy, model, *it.next(),
+                                           [](distribute::ReplicaStep&) { return Tensor::full({2}, 7.f); });
+  ASSERT_EQ(per_replica.values.size(), 1u);
+  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, per_replica).to_vector(),
+            (std::vector<float>{3.5f, 3.5f}));
+  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::SUM, per_replica).to_vector(),
+            (std::vector<float>{7.f, 7.f}));
+  distribute::PerReplica<std::vector<Tensor>> lists{{{Tensor::full({1}, 4.f)}}};
+  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, lists)[0].item(), 2.f);
+  // More values than replicas in sync are not one value per replica.
+  distribute::PerReplica<Tensor> three{{Tensor::full({1}, 1.f), Tensor::full({1}, 1.f), Tensor::full({1}, 1.f)}};
+  EXPECT_THROW(distribute::reduce(strategy, distribute::ReduceOp::MEAN, three), std::invalid_argument);
 }
 
 TEST(CustomLoop, RunRejectsAModelOfAnotherStrategy) {
