@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "api/backend/backend.h"
+#include "api/models/fit_failure.h"
 #include "distribute/detail/device_communicator.h"
 #include "distribute/detail/mirrored_replicas.h"
 #include "distribute/detail/worker_reduction.h"
@@ -18,7 +19,7 @@ namespace {
 
 const char* const kWho = "MultiWorkerMirroredStrategy: ";
 
-class MultiWorkerMirroredStrategyImpl final : public detail::StrategyImpl {
+class MultiWorkerMirroredStrategyImpl final : public detail::StrategyImpl, public tower::detail::FitFailureHandler {
  public:
   MultiWorkerMirroredStrategyImpl(const CommunicationOptions& options,
                                   const std::optional<std::vector<std::string>>& devices)
@@ -43,6 +44,11 @@ class MultiWorkerMirroredStrategyImpl final : public detail::StrategyImpl {
   const std::vector<LogicalDevice>& devices() const override { return devices_; }
   int num_workers() const override { return workers_->size(); }
   int worker_index() const override { return workers_->rank(); }
+  void fit_failed(const std::string& message) override {
+    if (workers_->size() > 1)
+      workers_->abort(std::string(kWho) + "worker " + std::to_string(workers_->rank()) + " of " +
+                      std::to_string(workers_->size()) + ": fit failed, ending every worker: " + message);
+  }
   std::unique_ptr<tower::detail::Replicas> replicate(ModelImpl& model) override {
     return std::make_unique<detail::MirroredReplicas>(model, devices_, ops_, workers_, kWho,
                                                       detail::kDefaultBucketCapBytes, false, nccl_);

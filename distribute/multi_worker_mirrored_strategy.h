@@ -17,7 +17,13 @@
 // Only the chief (worker 0) writes checkpoints, CSV logs and progress bars.
 //
 // A collective that does not complete within communication_options.timeout_seconds (a worker died or hangs)
-// throws std::runtime_error; the launcher also ends every worker when one exits with an error.
+// throws std::runtime_error; the launcher also ends every worker when one exits with an error. An exception
+// leaving fit on a worker ends every worker at once (MPI_Abort), after writing "MultiWorkerMirroredStrategy:
+// worker k of n: fit failed, ending every worker: <its message>" to stderr; the others would otherwise wait for
+// it in a collective until the timeout. A worker that leaves a step with an error elsewhere (distribute::run,
+// evaluate, predict, train_on_batch) or sees a collective fail or time out is out of step with the others: it
+// may catch the error, but each of its later collectives (the next evaluate, ...) throws std::runtime_error
+// saying so and naming the first error, and its exit aborts the job (detail/communicator.h).
 //
 // Throws std::runtime_error, starting with "MultiWorkerMirroredStrategy: ", when this build has no MPI or the
 // process was not started by an MPI launcher; std::invalid_argument for bad options or devices. When neither

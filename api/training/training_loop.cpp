@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/core/device_memory.h"
+#include "api/models/fit_failure.h"
 #include "api/models/model.h"
 #include "api/training/progbar_logger.h"
 
@@ -703,7 +704,7 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
   return result;
 }
 
-callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) {
+callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) try {
   require_compiled("fit()");
   if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
@@ -743,6 +744,9 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   }
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(Logs()); });
   return *history;
+} catch (const std::exception& e) {
+  if (auto* handler = dynamic_cast<FitFailureHandler*>(model_.distribution().get())) handler->fit_failed(e.what());
+  throw;
 }
 
 }  // namespace tower::detail

@@ -30,6 +30,14 @@ class Communicator {
   virtual void all_gather(void* data, std::span<const std::size_t> sizes, std::span<const std::size_t> offsets) = 0;
   // All ranks: `bytes` bytes of data from rank `root` to every rank.
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  // This rank left a collective the others may still be making (an error in a step on this rank, a collective
+  // that failed or timed out; `reason` says which): from now on every call throws std::runtime_error saying the
+  // workers are out of step and naming `reason`, instead of meeting other calls on the other ranks; and at exit
+  // the job is aborted rather than finalised (which would wait for the other ranks).
+  virtual void leave_out_of_step(const std::string& reason) { (void)reason; }
+  // Ends every rank at once, this one included, after writing `message` to stderr (MPI_Abort: the launcher ends
+  // the job).
+  [[noreturn]] virtual void abort(const std::string& message);
 };
 
 // True when Tower was built with MPI.

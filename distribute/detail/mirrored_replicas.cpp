@@ -1,7 +1,9 @@
 #include "distribute/detail/mirrored_replicas.h"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
+#include <string>
 
 #include "api/backend/backend.h"
 #include "api/core/device_memory.h"
@@ -101,6 +103,16 @@ std::vector<bool> trainable_mask(const ModelImpl& model) {
   std::vector<bool> mask;
   for (const VariablePtr& v : all) mask.push_back(std::find(trainable.begin(), trainable.end(), v) != trainable.end());
   return mask;
+}
+
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is no std::exception";
+  }
 }
 
 void move_to(const std::vector<VariablePtr>& variables, Device device) {
@@ -310,7 +322,11 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
     replica_main(0);
   work_ = nullptr;
   for (const std::exception_ptr& e : errors_)
-    if (e) std::rethrow_exception(e);
+    if (e) {
+      // The other workers may be waiting for this one in a collective of the step it has left.
+      if (workers_ && num_workers_ > 1) workers_->leave_out_of_step(message_of(e));
+      std::rethrow_exception(e);
+    }
   if (!reduce_gradients) return;
 
   if (active == 1) {

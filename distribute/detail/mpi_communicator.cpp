@@ -1,6 +1,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -14,6 +15,11 @@
 #endif
 
 namespace tower::distribute::detail {
+
+void Communicator::abort(const std::string& message) {
+  std::cerr << message << std::endl;
+  std::abort();
+}
 
 #ifndef TOWER_WITH_MPI
 
@@ -38,8 +44,9 @@ const char* launcher_variable() {
   return nullptr;
 }
 
-// Set when a collective timed out or failed: the workers are out of step, and MPI_Finalize, which waits for
-// every worker, could wait forever.
+// Set when this worker left a collective the others may still be making (a collective timed out or failed, or a
+// step ended with an error): the workers are out of step, and MPI_Finalize, which waits for every worker, could
+// wait forever.
 std::atomic<bool> broken{false};
 
 // Initialises MPI once per process and finalises it at exit; after a failed collective it aborts the job
@@ -112,6 +119,17 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int local_size() const override { return local_size_; }
 
+  void leave_out_of_step(const std::string& reason) override {
+    if (out_of_step_.empty()) out_of_step_ = reason;
+    broken.store(true);
+  }
+
+  [[noreturn]] void abort(const std::string& message) override {
+    std::cerr << message << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::abort();
+  }
+
   void all_reduce_sum(float* data, std::size_t count, int ranks) override {
     all_reduce(data, count, MPI_FLOAT, ranks);
   }
@@ -121,6 +139,7 @@ class MpiCommunicator final : public Communicator {
 
   void prepare_prefix(int ranks) override {
     if (ranks >= size_ || prefixes_.count(ranks)) return;
+    check_in_step("a new group of workers");
     MPI_Comm comm = MPI_COMM_NULL;
     check(MPI_Comm_split(world_, rank_ < ranks ? 0 : MPI_UNDEFINED, rank_, &comm), "MPI_Comm_split");
     if (comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -128,6 +147,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void all_gather(void* data, std::span<const std::size_t> sizes, std::span<const std::size_t> offsets) override {
+    check_in_step("an all-gather");
     counts_.resize(sizes.size());
     displacements_.resize(sizes.size());
     for (std::size_t w = 0; w < sizes.size(); ++w) {
@@ -142,6 +162,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
+    check_in_step("a broadcast");
     MPI_Request request;
     check(MPI_Ibcast(data, to_int(bytes, "broadcast"), MPI_BYTE, root, world_, &request), "MPI_Ibcast");
     wait(request, "a broadcast of " + std::to_string(bytes) + " bytes");
@@ -150,6 +171,7 @@ class MpiCommunicator final : public Communicator {
  private:
   void all_reduce(void* data, std::size_t count, MPI_Datatype type, int ranks) {
     if (ranks <= 1) return;
+    check_in_step("an all-reduce");
     MPI_Comm comm = world_;
     if (ranks < size_) {
       auto it = prefixes_.find(ranks);
@@ -174,10 +196,11 @@ class MpiCommunicator final : public Communicator {
       if (done) return;
       if (polls < 20000) continue;
       if (std::chrono::steady_clock::now() - start > limit) {
-        broken.store(true);
-        throw std::runtime_error(who_ + what + " did not complete within " + std::to_string(timeout_) +
-                                 " s: another worker has died or stopped (see its output). "
-                                 "CommunicationOptions::timeout_seconds sets this limit.");
+        const std::string message = who_ + what + " did not complete within " + std::to_string(timeout_) +
+                                    " s: another worker has died or stopped (see its output). "
+                                    "CommunicationOptions::timeout_seconds sets this limit.";
+        leave_out_of_step(message);
+        throw std::runtime_error(message);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(polls < 100000 ? 10 : 200));
     }
@@ -190,13 +213,23 @@ class MpiCommunicator final : public Communicator {
     return static_cast<int>(n);
   }
 
-  void check(int code, const char* call) const {
+  void check(int code, const char* call) {
     if (code == MPI_SUCCESS) return;
-    broken.store(true);
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    throw std::runtime_error(who_ + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+    const std::string message = who_ + call + " failed: " + std::string(text, static_cast<std::size_t>(length));
+    leave_out_of_step(message);
+    throw std::runtime_error(message);
+  }
+
+  // A worker out of step would meet another collective on the other workers (Open MPI then reports a truncated
+  // message, or waits): refused instead.
+  void check_in_step(const char* what) const {
+    if (out_of_step_.empty()) return;
+    throw std::runtime_error(who_ + std::string(what) + " refused: this worker is out of step with the others since "
+                             "it left a collective they may still be making, with the error: " + out_of_step_ +
+                             ". End this process; the launcher then ends the other workers.");
   }
 
   double timeout_;
@@ -204,6 +237,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm world_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_size_ = 1;
   std::map<int, MPI_Comm> prefixes_;
+  std::string out_of_step_;  // why this worker is out of step; empty while it is in step
   std::vector<int> counts_, displacements_;
 };
 

@@ -14,6 +14,13 @@
 //                              within 60 s, and worker 0 never finishes training.
 //   StuckWorkerTimesOut        worker 1 stays alive but stops at its third batch: worker 0's collective times out
 //                              (5 s), it fails with that error, and the job ends within 60 s.
+//   ThrowingWorkerEndsTheJobAtOnce  worker 1's fit throws at its third batch (a callback): the job ends within
+//                              40 s, well before the collectives' 90 s timeout, with worker 1's message.
+//   CaughtStepErrorRefusesLaterCollectives  worker 1's custom-loop step throws and worker 1 catches it while worker
+//                              0 waits in the step's all-reduce; worker 1's evaluate then refuses with a Tower error
+//                              naming the caught one (not an MPI error), and the job ends when worker 1 exits.
+//   CustomLoopMovingStatisticsAgree  a custom loop (apply_gradients inside run) with per-replica
+//                              BatchNormalization: both workers end with the chief's moving statistics, which moved.
 //   NoLauncherIsAClearError    in this process, which no launcher started, the strategy throws a clear error.
 // Without MPI in the build the first two skip (saying so); with MPI, a missing mpirun fails them.
 #include <gtest/gtest.h>
@@ -82,12 +89,15 @@ TEST(MultiWorkerWorker, Train) {
   options.callbacks.push_back(std::make_shared<callbacks::ModelCheckpoint>(dir + "/" + me + ".ckpt.weights"));
   options.callbacks.push_back(std::make_shared<callbacks::CSVLogger>(dir + "/" + me + ".log.csv"));
   const char* hang_at = std::getenv("TOWER_TEST_MPI_HANG_AT_BATCH");
-  if ((die_at || hang_at) && rank == 1) {
+  const char* throw_at = std::getenv("TOWER_TEST_MPI_THROW_AT_BATCH");
+  if ((die_at || hang_at || throw_at) && rank == 1) {
     callbacks::LambdaCallbackOptions fail;
-    fail.on_train_batch_begin = [die = die_at != nullptr, at = std::atoi(die_at ? die_at : hang_at)](
+    fail.on_train_batch_begin = [die = die_at != nullptr, thrown = throw_at != nullptr,
+                                 at = std::atoi(die_at ? die_at : hang_at ? hang_at : throw_at)](
                                     std::int64_t batch, const callbacks::Logs&) {
       if (batch + 1 != at) return;
       if (die) raise(SIGKILL);
+      if (thrown) throw std::runtime_error("worker 1 fails at its batch " + std::to_string(at) + " on purpose");
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // alive, but never joins the step
     };
     options.callbacks.push_back(std::make_shared<callbacks::LambdaCallback>(fail));
@@ -106,6 +116,58 @@ TEST(MultiWorkerWorker, Train) {
   for (const auto& [key, value] : evaluation.entries()) report << "eval_" << key << " " << value << "\n";
 }
 
+// A custom loop's step, apply_gradients inside run, on both workers of the mpirun job of
+// MultiWorker.CaughtStepErrorRefusesLaterCollectives (worker 1's step throws) and
+// MultiWorker.CustomLoopMovingStatisticsAgree (TOWER_TEST_MPI_STEPS steps; each worker writes its moving
+// statistics).
+TEST(MultiWorkerWorker, CustomLoop) {
+  const char* out = std::getenv("TOWER_TEST_MPI_OUT");
+  if (!out) GTEST_SKIP() << "runs only inside the mpirun job of MultiWorker.*";
+  const char* timeout = std::getenv("TOWER_TEST_MPI_TIMEOUT");
+  const bool fail = std::getenv("TOWER_TEST_MPI_STEP_THROWS") != nullptr;
+  distribute::MultiWorkerMirroredStrategy strategy({.timeout_seconds = timeout ? std::atof(timeout) : 60.0});
+  const int rank = strategy.worker_index();
+  Model model = [&] {
+    auto scope = strategy.scope();
+    set_random_seed(kSeed);
+    Model m = testing::small_convnet(true, false);
+    m.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
+    return m;
+  }();
+  optimizers::OptimizerPtr optimizer = optimizers::SGD(0.1);
+  losses::LossPtr loss_fn = losses::SparseCategoricalCrossentropy();
+  const auto step = [&](distribute::ReplicaStep& replica) {
+    if (fail && rank == 1) throw std::runtime_error("worker 1's step fails on purpose");
+    GradientTape tape;
+    Tensor probs = replica.call(tape, replica.batch()[0]);
+    Tensor loss = tape.loss(loss_fn, replica.batch()[1], probs, {.global_batch_size = replica.global_batch_size()});
+    const std::vector<VariablePtr>& vars = replica.trainable_weights();
+    optimizer->apply_gradients(optimizers::zip(tape.gradient(loss, vars), vars));
+  };
+  const std::string dir = out, me = "worker" + std::to_string(rank);
+  auto it = distribute::distribute_dataset(strategy, dataset(45, 11)).make_iterator();
+  if (fail) {
+    try {
+      distribute::run(strategy, model, *it.next(), step);
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("fails on purpose"), std::string::npos) << e.what();
+    }
+    EvaluateOptions eval;
+    eval.verbose = 0;
+    try {
+      model.evaluate(dataset(45, 11), eval);
+      std::ofstream(dir + "/" + me + ".refused.txt") << "no error";
+    } catch (const std::exception& e) {
+      std::ofstream(dir + "/" + me + ".refused.txt") << e.what();
+    }
+    return;
+  }
+  while (auto batch = it.next()) distribute::run(strategy, model, *batch, step);
+  std::ofstream report(dir + "/" + me + ".statistics.txt");
+  for (const VariablePtr& v : model.impl().non_trainable_weights())
+    for (float x : v->value.to_vector()) report << v->path << " " << x << "\n";
+}
+
 std::string find_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
@@ -121,8 +183,9 @@ struct JobResult {
   std::string output;
 };
 
-// Runs `mpirun -np 2` on this binary's MultiWorkerWorker.Train, killing the whole job after `limit_seconds`.
-JobResult run_job(const fs::path& dir, const std::vector<std::string>& extra_env, double limit_seconds) {
+// Runs `mpirun -np 2` on this binary's MultiWorkerWorker.<worker_test>, killing the whole job after `limit_seconds`.
+JobResult run_job(const fs::path& dir, const std::vector<std::string>& extra_env, double limit_seconds,
+                  const std::string& worker_test = "Train") {
   const std::string mpirun = find_program("mpirun");
   EXPECT_FALSE(mpirun.empty()) << "Tower was built with MPI, but mpirun is not on the PATH (Debian: openmpi-bin)";
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
@@ -138,7 +201,7 @@ JobResult run_job(const fs::path& dir, const std::vector<std::string>& extra_env
   // training code is leak-checked in one process by the MirroredStrategy tests.
   if (const char* asan = std::getenv("ASAN_OPTIONS"); asan && *asan)
     args.insert(args.end(), {"-x", std::string("ASAN_OPTIONS=") + asan + ":detect_leaks=0"});
-  for (const std::string& a : {exe, std::string("--gtest_filter=MultiWorkerWorker.Train")}) args.push_back(a);
+  for (const std::string& a : {exe, "--gtest_filter=MultiWorkerWorker." + worker_test}) args.push_back(a);
   const fs::path log = dir / "mpirun.log";
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
@@ -290,6 +353,59 @@ TEST(MultiWorker, StuckWorkerTimesOut) {
   EXPECT_FALSE(fs::exists(dir / "worker0.final.weights"));
   std::cout << "[ MultiWorker ] a stuck worker ended the job in " << job.seconds << " s (exit status " << job.status
             << ")\n";
+  fs::remove_all(dir);
+}
+
+// An exception leaving fit on one worker ends the job at once, with that worker's message, instead of leaving the
+// other worker waiting in a collective for the whole timeout.
+TEST(MultiWorker, ThrowingWorkerEndsTheJobAtOnce) {
+  if (!distribute::mpi_available()) GTEST_SKIP() << "this build of Tower has no MPI (install libopenmpi-dev)";
+  const fs::path dir = fresh_dir("thrown");
+  const JobResult job = run_job(dir, {"TOWER_TEST_MPI_THROW_AT_BATCH=3", "TOWER_TEST_MPI_TIMEOUT=90"}, 150);
+  EXPECT_FALSE(job.timed_out) << job.output;
+  EXPECT_NE(job.status, 0) << job.output;
+  EXPECT_LT(job.seconds, 40) << "the job waited for the collectives' timeout:\n" << job.output;
+  EXPECT_NE(job.output.find("worker 1 fails at its batch 3 on purpose"), std::string::npos) << job.output;
+  EXPECT_FALSE(fs::exists(dir / "worker0.final.weights"));
+  std::cout << "[ MultiWorker ] a worker whose fit threw ended the job in " << job.seconds << " s (exit status "
+            << job.status << ")\n";
+  fs::remove_all(dir);
+}
+
+// A worker that caught an error from a step the other worker is still in, and goes on, is out of step: its next
+// collective refuses with a Tower error naming the caught one, and its exit ends the job.
+TEST(MultiWorker, CaughtStepErrorRefusesLaterCollectives) {
+  if (!distribute::mpi_available()) GTEST_SKIP() << "this build of Tower has no MPI (install libopenmpi-dev)";
+  const fs::path dir = fresh_dir("caught");
+  const JobResult job =
+      run_job(dir, {"TOWER_TEST_MPI_STEP_THROWS=1", "TOWER_TEST_MPI_TIMEOUT=60"}, 150, "CustomLoop");
+  EXPECT_FALSE(job.timed_out) << job.output;
+  EXPECT_LT(job.seconds, 40) << job.output;
+  std::ifstream in(dir / "worker1.refused.txt");
+  std::stringstream refused;
+  refused << in.rdbuf();
+  const std::string m = refused.str();
+  EXPECT_NE(m.find("out of step"), std::string::npos) << m << "\n" << job.output;
+  EXPECT_NE(m.find("worker 1's step fails on purpose"), std::string::npos) << m;
+  EXPECT_EQ(m.find("MPI_ERR"), std::string::npos) << m;
+  fs::remove_all(dir);
+}
+
+// distribute::run with apply_gradients inside: after every step the workers take the chief's moving statistics,
+// as fit's steps do.
+TEST(MultiWorker, CustomLoopMovingStatisticsAgree) {
+  if (!distribute::mpi_available()) GTEST_SKIP() << "this build of Tower has no MPI (install libopenmpi-dev)";
+  const fs::path dir = fresh_dir("custom");
+  const JobResult job = run_job(dir, {"TOWER_TEST_MPI_TIMEOUT=60"}, 120, "CustomLoop");
+  ASSERT_FALSE(job.timed_out) << job.output;
+  ASSERT_EQ(job.status, 0) << job.output;
+  const auto s0 = read_report(dir / "worker0.statistics.txt"), s1 = read_report(dir / "worker1.statistics.txt");
+  ASSERT_FALSE(s0.empty());
+  EXPECT_EQ(s0, s1) << "the workers hold different moving statistics";
+  double largest = 0;
+  for (const auto& [key, value] : s0)
+    if (key.find("moving_mean") != std::string::npos) largest = std::max(largest, std::fabs(value));
+  EXPECT_GT(largest, 1e-5) << "the moving means never moved";
   fs::remove_all(dir);
 }
 
