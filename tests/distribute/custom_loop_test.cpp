@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "distribute/replica_testing.h"
+#include "testing/fixtures.h"
 #include "tower/tower.h"
 
 namespace tower {
@@ -198,21 +199,42 @@ TEST(CustomLoop, ReduceSumAndMean) {
 }
 
 // tf.distribute's reduce(MEAN, axis=None) divides the sum by num_replicas_in_sync, whether or not every replica had
-// rows: a short batch that leaves the second replica without rows gives half the first replica's value.
+// rows (tests/reference/distribute/reduce.json, from make_distribute_reduce_fixtures.py): each replica's column
+// sums of its rows of a global batch, reduced; a batch of one row leaves the second replica without rows (and
+// without a value), and MEAN gives half the first replica's value.
 TEST(CustomLoop, ReduceMeanDividesByTheReplicasInSync) {
+  const Config doc = testing::read_json_fixture("distribute/reduce.json");
+  ASSERT_EQ(doc.at("replicas").as_int(), 2);
   const distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
   Model model = make_model(strategy, false);
-  const data::Dataset one = data::Dataset::from_tensor_slices({examples().x.slice(0, 1), examples().y.slice(0, 1)}).batch(1);
-  auto it = distribute::distribute_dataset(strategy, one).make_iterator();
-  const auto per_replica = distribute::run(strategy, model, *it.next(),
-                                           [](distribute::ReplicaStep&) { return Tensor::full({2}, 7.f); });
-  ASSERT_EQ(per_replica.values.size(), 1u);
-  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, per_replica).to_vector(),
-            (std::vector<float>{3.5f, 3.5f}));
-  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::SUM, per_replica).to_vector(),
-            (std::vector<float>{7.f, 7.f}));
-  distribute::PerReplica<std::vector<Tensor>> lists{{{Tensor::full({1}, 4.f)}}};
-  EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, lists)[0].item(), 2.f);
+  for (const Config& c : doc.at("cases").as_list()) {
+    const std::string name = c.at("name").as_string();
+    const Tensor x = testing::fixture_tensor(c.at("x"));
+    auto it = distribute::distribute_dataset(strategy, data::Dataset::from_tensor_slices({x}).batch(x.dim(0)))
+                  .make_iterator();
+    const auto per_replica = distribute::run(strategy, model, *it.next(), [](distribute::ReplicaStep& step) {
+      const Tensor rows = step.batch()[0];
+      std::vector<float> sums(static_cast<std::size_t>(rows.dim(1)), 0.f);
+      const std::vector<float> values = rows.to_vector();
+      for (std::size_t k = 0; k < values.size(); ++k) sums[k % sums.size()] += values[k];
+      return Tensor::from_vector(sums, {rows.dim(1)});
+    });
+    const Config::List& want = c.at("values").as_list();
+    ASSERT_EQ(per_replica.values.size(), want.size()) << name;
+    for (std::size_t r = 0; r < want.size(); ++r)
+      EXPECT_EQ(per_replica.values[r].to_vector(), testing::fixture_tensor(want[r]).to_vector()) << name << " " << r;
+    EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, per_replica).to_vector(),
+              testing::fixture_tensor(c.at("mean")).to_vector())
+        << name;
+    EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::SUM, per_replica).to_vector(),
+              testing::fixture_tensor(c.at("sum")).to_vector())
+        << name;
+    distribute::PerReplica<std::vector<Tensor>> lists;
+    for (const Tensor& v : per_replica.values) lists.values.push_back({v});
+    EXPECT_EQ(distribute::reduce(strategy, distribute::ReduceOp::MEAN, lists)[0].to_vector(),
+              testing::fixture_tensor(c.at("mean")).to_vector())
+        << name << ", lists";
+  }
   // More values than replicas in sync are not one value per replica.
   distribute::PerReplica<Tensor> three{{Tensor::full({1}, 1.f), Tensor::full({1}, 1.f), Tensor::full({1}, 1.f)}};
   EXPECT_THROW(distribute::reduce(strategy, distribute::ReduceOp::MEAN, three), std::invalid_argument);
