@@ -22,8 +22,8 @@ namespace tower {
 
 class ModelImpl : public Layer {
  public:
-  // Validates the graph: every output must be computable from `inputs` alone (else "graph disconnected",
-  // naming the missing input), inputs must be Input() tensors, and no model may contain itself.
+  // Validates the graph: outputs computable from `inputs` alone (else "graph disconnected", naming the missing
+  // input), inputs Input() tensors, no model containing itself, no two of its own layers of one name (as Keras).
   ModelImpl(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs, std::string name);
 
   const std::vector<SymbolicTensor>& inputs() const { return graph_.inputs; }
@@ -166,7 +166,7 @@ class SequentialImpl final : public ModelImpl {
   // build() (or by the first data it sees).
   SequentialImpl(std::vector<LayerPtr> layers, std::string name);
   // Appends a layer; if the input shape is known it is called at once, so a mismatch throws here and the
-  // layer is not added.
+  // layer is not added; a layer named like one of the model's throws std::invalid_argument, as in Keras.
   void add(LayerPtr layer);
   // Removes the last layer.
   void pop();

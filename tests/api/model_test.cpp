@@ -1,5 +1,9 @@
 #include "api/models/model.h"
 
+#include <filesystem>
+#include <functional>
+
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -197,6 +201,47 @@ TEST(Model, ResidualConvnetTrainsEndToEndGradients) {
   auto out = layers::Dense({.units = 2})(layers::GlobalAveragePooling2D()(y));
   Model m(x, out, "residual");
   testing::check_gradients(m, {testing::random_tensor({2, 6, 6, 2}, 9)});
+}
+
+}  // namespace
+}  // namespace tower
+
+namespace tower {
+namespace {
+
+using layers::Dense;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(Model, DuplicateLayerNamesAreRefusedWhenTheModelIsBuilt) {
+  // Keras: ValueError 'The name "d" is used 2 times in the model. All operation names should be unique.'
+  auto x = Input({3}, "x");
+  auto h = Dense({.units = 2, .name = "d"})(x);
+  auto y = Dense({.units = 2, .name = "d"})(h);
+  const std::string msg = message_of([&] { Model(x, y, "dup"); });
+  EXPECT_NE(msg.find("The name \"d\" is used 2 times in the model"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'dup'"), std::string::npos) << msg;
+
+  // Sequential refuses the layer when it is added, built or not (Keras' add()).
+  Sequential s({InputLayer({.shape = {3}}), Dense({.units = 2, .name = "d"})});
+  const std::string seq_msg = message_of([&] { s.add(Dense({.units = 2, .name = "d"})); });
+  EXPECT_NE(seq_msg.find("'d' is already the name of a layer"), std::string::npos) << seq_msg;
+  EXPECT_EQ(s.layers().size(), 1u);
+  Sequential lazy({Dense({.units = 2, .name = "e"})});
+  EXPECT_THROW(lazy.add(Dense({.units = 2, .name = "e"})), std::invalid_argument);
+
+  // Names count per level: a nested model may hold a layer named like one of the outer model's.
+  auto i = Input({3});
+  Model inner(i, Dense({.units = 2, .name = "d"})(i), "inner");
+  auto o = Input({3});
+  EXPECT_NO_THROW(Model(o, Dense({.units = 2, .name = "d"})(inner(o))));
 }
 
 }  // namespace
