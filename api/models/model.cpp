@@ -111,6 +111,11 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
     graph_.nodes.clear();
     throw;
   }
+  // Plans, captured steps and replicas hold the old graph's layers (a popped one among them): Keras rebuilds.
+  replicas_.reset();
+  replicas_made_ = false;
+  plans_.clear();
+  training_loop_->invalidate_step_graphs();
 }
 
 std::vector<LayerPtr> ModelImpl::layers() const {

@@ -65,7 +65,7 @@ class ModelImpl : public Layer {
   // Set by a callback in on_train_begin (BackupAndRestore) to resume fit() at this epoch; -1: no resume.
   int resume_epoch = -1;
   // A plan for batches of `batch_size`, made on first use and kept; `training` plans run backward. Plans are
-  // remade when the trainable weights change (freezing or unfreezing layers).
+  // remade when the trainable weights change; a graph change (Sequential add / pop) drops plans and replicas.
   Plan& plan_for(Index batch_size, bool training);
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);

@@ -236,7 +236,13 @@ void TrainingLoop::check_batch(const data::Element& batch, Mode mode) const {
 TrainingLoop::StepBuffers& TrainingLoop::step_buffers(BufferCache& cache, Plan& plan, Mode mode) {
   auto& slot = cache[plan.batch_size()];
   if (!slot) slot = std::make_unique<StepBuffers>();
-  if (mode != Mode::predict && slot->per_example.size() != losses_.size()) {
+  // A graph change (Sequential add / pop) keeps the batch size and may change the outputs' shapes.
+  bool fits = slot->per_example.size() == losses_.size();
+  for (std::size_t o = 0; fits && o < losses_.size(); ++o)
+    fits = slot->per_example[o].shape() == losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
+  if (mode != Mode::predict && !fits) {
+    slot->per_example.clear();
+    slot->scale.clear();
     for (std::size_t o = 0; o < losses_.size(); ++o) {
       const Shape pe = losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
       slot->per_example.emplace_back(pe, DType::float32, plan.options().device);
@@ -456,6 +462,9 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
 
   Gathered& g = gathered_[n];
   const std::size_t no = model_.outputs().size();
+  bool fits = g.y_pred.size() == no;  // as in step_buffers: the outputs may have changed
+  for (std::size_t o = 0; fits && o < no; ++o) fits = g.y_pred[o].shape() == model_.outputs()[o].shape().with_batch(n);
+  if (!fits) g = Gathered();
   if (g.y_pred.empty())
     for (std::size_t o = 0; o < no; ++o) g.y_pred.emplace_back(model_.outputs()[o].shape().with_batch(n));
   if (mode != Mode::predict && g.per_example.size() != losses_.size())

@@ -244,5 +244,22 @@ TEST(Model, DuplicateLayerNamesAreRefusedWhenTheModelIsBuilt) {
   EXPECT_NO_THROW(Model(o, Dense({.units = 2, .name = "d"})(inner(o))));
 }
 
+TEST(Model, PopAndAddAfterPredictRebuildThePlans) {
+  Sequential s({InputLayer({.shape = {3}}), Dense({.units = 4}), Dense({.units = 2})});
+  const Tensor x = testing::random_tensor({5, 3}, 1);
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 2}));
+  s.pop();
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 4}));
+  s.add(Dense({.units = 6}));
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 6}));
+  // Training plans and compiled steps are remade too.
+  s.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  s.fit(x, Tensor::zeros({5, 6}), {.epochs = 1, .batch_size = 5, .verbose = 0});
+  s.pop();
+  s.add(Dense({.units = 1}));
+  s.fit(x, Tensor::zeros({5, 1}), {.epochs = 1, .batch_size = 5, .verbose = 0});
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 1}));
+}
+
 }  // namespace
 }  // namespace tower
