@@ -205,8 +205,14 @@ Logs TrainingLoop::logs() const {
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
+  // Keras' names: a metric name met before gets "_1", "_2", ... (two outputs of one layer, a metric given twice).
+  std::map<std::string, int> used;
   for (std::size_t o = 0; o < metrics_.size(); ++o)
-    for (const auto& m : metrics_[o]) logs.set(several ? output_names_[o] + "_" + m->name() : m->name(), m->result());
+    for (const auto& m : metrics_[o]) {
+      std::string key = several ? output_names_[o] + "_" + m->name() : m->name();
+      if (const int n = used[key]++; n > 0) key += "_" + std::to_string(n);
+      logs.set(key, m->result());
+    }
   return logs;
 }
 
