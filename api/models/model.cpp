@@ -58,6 +58,20 @@ void check_unique_layer_names(const std::string& who, const std::vector<std::sha
                                   " times in the model. All layer names should be unique.");
 }
 
+// The trainable weights of `model`'s layers, not asking `model` itself: Keras filters every variable on its own
+// flag, which the last set_trainable reaching its layer set, so a layer unfrozen inside a frozen nested model
+// trains.
+void collect_trainable(const ModelImpl& model, std::vector<VariablePtr>& out, std::unordered_set<const Variable*>& seen) {
+  for (const LayerPtr& l : model.layers()) {
+    if (const auto* nested = dynamic_cast<const ModelImpl*>(l.get())) {
+      collect_trainable(*nested, out, seen);
+      continue;
+    }
+    for (const VariablePtr& v : l->trainable_weights())
+      if (seen.insert(v.get()).second) out.push_back(v);
+  }
+}
+
 }  // namespace
 
 void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs) {
@@ -181,9 +195,7 @@ std::vector<VariablePtr> ModelImpl::trainable_weights() const {
   std::vector<VariablePtr> out;
   if (!trainable()) return out;
   std::unordered_set<const Variable*> seen;
-  for (const LayerPtr& l : layers())
-    for (const VariablePtr& v : l->trainable_weights())
-      if (seen.insert(v.get()).second) out.push_back(v);
+  collect_trainable(*this, out, seen);
   return out;
 }
 

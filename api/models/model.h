@@ -44,7 +44,7 @@ class ModelImpl : public Layer {
   void backward(const BackwardContext& ctx) override;
   bool has_training_behavior() const override;
   std::vector<VariablePtr> weights() const override;
-  std::vector<VariablePtr> trainable_weights() const override;
+  std::vector<VariablePtr> trainable_weights() const override;  // each layer's own flag decides, as in Keras
   std::vector<VariablePtr> non_trainable_weights() const override;
   void set_trainable(bool trainable) override;
   Config get_config() const override;

@@ -261,5 +261,68 @@ TEST(Model, PopAndAddAfterPredictRebuildThePlans) {
   EXPECT_EQ(s.predict(x).shape(), (Shape{5, 1}));
 }
 
+// inner = (d0: Dense 2, d1: Dense 4) on 3 inputs, outer = inner -> head (Dense 1), inner frozen, then d1 unfrozen;
+// Keras' results are in tests/reference/models/freezing.json (tests/reference/make_model_fixtures.py).
+struct FrozenInner {
+  Model inner;
+  Model outer;
+};
+
+FrozenInner frozen_inner_with_d1_unfrozen() {
+  auto i = Input({3}, "ii");
+  auto h = Dense({.units = 2, .name = "d0"})(i);
+  Model inner(i, Dense({.units = 4, .name = "d1"})(h), "inner");
+  auto x = Input({3}, "x");
+  Model outer(x, Dense({.units = 1, .name = "head"})(inner(x)), "outer");
+  inner.set_trainable(false);
+  inner.get_layer("d1")->set_trainable(true);
+  return {inner, outer};
+}
+
+std::vector<std::string> paths(const std::vector<VariablePtr>& vs) {
+  std::vector<std::string> out;
+  for (const VariablePtr& v : vs) out.push_back(v->path);
+  return out;
+}
+
+std::vector<std::string> strings(const Config& list) {
+  std::vector<std::string> out;
+  for (const Config& c : list.as_list()) out.push_back(c.as_string());
+  return out;
+}
+
+// outer and inner against one state of freezing.json.
+void expect_keras_state(const Model& outer, const Config& keras) {
+  const auto inner = std::dynamic_pointer_cast<ModelImpl>(outer.get_layer("inner"));
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(paths(outer.trainable_weights()), strings(keras.at("outer_trainable")));
+  EXPECT_EQ(paths(outer.non_trainable_weights()), strings(keras.at("outer_non_trainable")));
+  EXPECT_EQ(inner->trainable(), keras.at("inner_trainable").as_bool());
+  EXPECT_EQ(paths(inner->trainable_weights()), strings(keras.at("inner_trainable_weights")));
+  const std::string text = outer.summary_string();
+  const std::string trainable = "Trainable params: " + std::to_string(keras.at("trainable_params").as_int()) + " (";
+  const std::string frozen = "Non-trainable params: " + std::to_string(keras.at("non_trainable_params").as_int()) + " (";
+  EXPECT_NE(text.find(" " + trainable), std::string::npos) << trainable << "\n" << text;
+  EXPECT_NE(text.find(frozen), std::string::npos) << frozen << "\n" << text;
+}
+
+TEST(Model, ALayerUnfrozenInsideAFrozenNestedModelTrains) {
+  const Config keras = testing::read_json_fixture("models/freezing.json");
+  FrozenInner m = frozen_inner_with_d1_unfrozen();
+  expect_keras_state(m.outer, keras.at("before_save"));
+  EXPECT_EQ(m.inner.get_layer("d1")->trainable_weights().size(), 2u);
+  EXPECT_TRUE(m.inner.get_layer("d0")->trainable_weights().empty());
+
+  // fit moves d1 and head, not d0.
+  const std::vector<Tensor> before = m.outer.get_weights();
+  m.outer.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  m.outer.fit(testing::random_tensor({4, 3}, 4), Tensor::full({4, 1}, 3.f), {.epochs = 1, .batch_size = 4, .verbose = 0});
+  const std::vector<Tensor> after = m.outer.get_weights();
+  ASSERT_EQ(after.size(), 6u);  // d0 kernel, bias, d1 kernel, bias, head kernel, bias
+  EXPECT_EQ(before[0].to_vector(), after[0].to_vector());
+  EXPECT_NE(before[2].to_vector(), after[2].to_vector());
+  EXPECT_NE(before[4].to_vector(), after[4].to_vector());
+}
+
 }  // namespace
 }  // namespace tower
