@@ -157,7 +157,7 @@ class ModelImpl : public Layer {
   bool replicas_made_ = false;
 };
 
-// Rebuilds a model from ModelImpl::get_config() output (Functional or Sequential), with fresh weights.
+// Rebuilds a model from get_config() output (Functional, with its own trainable flag; Sequential), fresh weights.
 std::shared_ptr<ModelImpl> model_from_config(const Config& serialized);
 
 class SequentialImpl final : public ModelImpl {

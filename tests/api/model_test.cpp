@@ -324,5 +324,22 @@ TEST(Model, ALayerUnfrozenInsideAFrozenNestedModelTrains) {
   EXPECT_NE(before[4].to_vector(), after[4].to_vector());
 }
 
+TEST(Model, AFrozenNestedModelStaysFrozenThroughSaveAndLoad) {
+  // Keras' functional_from_config restores the model's own flag; its layers keep theirs (d1 trains on).
+  const Config keras = testing::read_json_fixture("models/freezing.json");
+  FrozenInner m = frozen_inner_with_d1_unfrozen();
+  const std::string path = (std::filesystem::temp_directory_path() / "tower_frozen_inner.tower").string();
+  m.outer.save(path);
+  expect_keras_state(Model::load(path), keras.at("after_load"));
+  std::filesystem::remove(path);
+
+  auto x = Input({3});
+  Model top(x, Dense({.units = 1})(x));
+  top.set_trainable(false);
+  Model top_copy(model_from_config(top->serialize()));
+  EXPECT_EQ(top_copy.trainable(), keras.at("frozen_top_after_load").as_bool());
+  EXPECT_TRUE(top_copy.trainable_weights().empty());
+}
+
 }  // namespace
 }  // namespace tower
