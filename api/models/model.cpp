@@ -46,6 +46,32 @@ void check_no_self_nesting(const ModelImpl& root, const ModelImpl& model, std::v
   }
 }
 
+// Keras refuses a model in which two layers share a name: weight files and configs refer to layers by name.
+void check_unique_layer_names(const std::string& who, const std::vector<std::shared_ptr<Node>>& nodes) {
+  std::unordered_set<const Layer*> seen;
+  std::map<std::string, int> count;
+  for (const auto& node : nodes)
+    if (seen.insert(node->layer().get()).second) ++count[node->layer()->name()];
+  for (const auto& node : nodes)
+    if (const int n = count[node->layer()->name()]; n > 1)
+      throw std::invalid_argument(who + "The name \"" + node->layer()->name() + "\" is used " + std::to_string(n) +
+                                  " times in the model. All layer names should be unique.");
+}
+
+// The trainable weights of `model`'s layers, not asking `model` itself: Keras filters every variable on its own
+// flag, which the last set_trainable reaching its layer set, so a layer unfrozen inside a frozen nested model
+// trains.
+void collect_trainable(const ModelImpl& model, std::vector<VariablePtr>& out, std::unordered_set<const Variable*>& seen) {
+  for (const LayerPtr& l : model.layers()) {
+    if (const auto* nested = dynamic_cast<const ModelImpl*>(l.get())) {
+      collect_trainable(*nested, out, seen);
+      continue;
+    }
+    for (const VariablePtr& v : l->trainable_weights())
+      if (seen.insert(v.get()).second) out.push_back(v);
+  }
+}
+
 }  // namespace
 
 void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs) {
@@ -85,6 +111,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   for (const SymbolicTensor& in : inputs)
     if (!seen.count(in.node())) found.push_back(in.node_ptr());  // an unused input still binds data
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  check_unique_layer_names(who, found);
 
   graph_.inputs = std::move(inputs);
   graph_.outputs = std::move(outputs);
@@ -98,6 +125,11 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
     graph_.nodes.clear();
     throw;
   }
+  // Plans, captured steps and replicas hold the old graph's layers (a popped one among them): Keras rebuilds.
+  replicas_.reset();
+  replicas_made_ = false;
+  plans_.clear();
+  training_loop_->invalidate_step_graphs();
 }
 
 std::vector<LayerPtr> ModelImpl::layers() const {
@@ -163,9 +195,7 @@ std::vector<VariablePtr> ModelImpl::trainable_weights() const {
   std::vector<VariablePtr> out;
   if (!trainable()) return out;
   std::unordered_set<const Variable*> seen;
-  for (const LayerPtr& l : layers())
-    for (const VariablePtr& v : l->trainable_weights())
-      if (seen.insert(v.get()).second) out.push_back(v);
+  collect_trainable(*this, out, seen);
   return out;
 }
 
@@ -347,6 +377,10 @@ void SequentialImpl::add(LayerPtr layer) {
     return;
   }
   if (layer.get() == this) throw ShapeError("Model '" + name() + "': the graph has a cycle: a model cannot contain itself");
+  for (const LayerPtr& l : layers_)
+    if (l != layer && l->name() == layer->name())
+      throw std::invalid_argument("Model '" + name() + "': all layers added to a Sequential model should have unique "
+                                  "names; '" + layer->name() + "' is already the name of a layer in this model");
   if (layer->num_inputs() != 1 && layer->num_inputs() != -1)
     throw std::invalid_argument("Model '" + name() + "': layer '" + layer->name() + "' takes " +
                                 std::to_string(layer->num_inputs()) + " inputs; Sequential layers take one");

@@ -22,8 +22,8 @@ namespace tower {
 
 class ModelImpl : public Layer {
  public:
-  // Validates the graph: every output must be computable from `inputs` alone (else "graph disconnected",
-  // naming the missing input), inputs must be Input() tensors, and no model may contain itself.
+  // Validates the graph: outputs computable from `inputs` alone (else "graph disconnected", naming the missing
+  // input), inputs Input() tensors, no model containing itself, no two of its own layers of one name (as Keras).
   ModelImpl(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs, std::string name);
 
   const std::vector<SymbolicTensor>& inputs() const { return graph_.inputs; }
@@ -44,7 +44,7 @@ class ModelImpl : public Layer {
   void backward(const BackwardContext& ctx) override;
   bool has_training_behavior() const override;
   std::vector<VariablePtr> weights() const override;
-  std::vector<VariablePtr> trainable_weights() const override;
+  std::vector<VariablePtr> trainable_weights() const override;  // each layer's own flag decides, as in Keras
   std::vector<VariablePtr> non_trainable_weights() const override;
   void set_trainable(bool trainable) override;
   Config get_config() const override;
@@ -65,7 +65,7 @@ class ModelImpl : public Layer {
   // Set by a callback in on_train_begin (BackupAndRestore) to resume fit() at this epoch; -1: no resume.
   int resume_epoch = -1;
   // A plan for batches of `batch_size`, made on first use and kept; `training` plans run backward. Plans are
-  // remade when the trainable weights change (freezing or unfreezing layers).
+  // remade when the trainable weights change; a graph change (Sequential add / pop) drops plans and replicas.
   Plan& plan_for(Index batch_size, bool training);
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
@@ -157,7 +157,7 @@ class ModelImpl : public Layer {
   bool replicas_made_ = false;
 };
 
-// Rebuilds a model from ModelImpl::get_config() output (Functional or Sequential), with fresh weights.
+// Rebuilds a model from get_config() output (Functional, with its own trainable flag; Sequential), fresh weights.
 std::shared_ptr<ModelImpl> model_from_config(const Config& serialized);
 
 class SequentialImpl final : public ModelImpl {
@@ -166,7 +166,7 @@ class SequentialImpl final : public ModelImpl {
   // build() (or by the first data it sees).
   SequentialImpl(std::vector<LayerPtr> layers, std::string name);
   // Appends a layer; if the input shape is known it is called at once, so a mismatch throws here and the
-  // layer is not added.
+  // layer is not added; a layer named like one of the model's throws std::invalid_argument, as in Keras.
   void add(LayerPtr layer);
   // Removes the last layer.
   void pop();

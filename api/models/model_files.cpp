@@ -143,7 +143,10 @@ std::shared_ptr<ModelImpl> model_from_config(const Config& serialized) {
     }
     return ts;
   };
-  return std::make_shared<ModelImpl>(refs(cfg.at("input_layers")), refs(cfg.at("output_layers")), name);
+  auto model = std::make_shared<ModelImpl>(refs(cfg.at("input_layers")), refs(cfg.at("output_layers")), name);
+  // Keras' functional_from_config restores the model's own flag; its layers came with theirs.
+  if (cfg.contains("trainable")) model->Layer::set_trainable(cfg.at("trainable").as_bool());
+  return model;
 }
 
 namespace {

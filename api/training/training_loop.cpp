@@ -206,8 +206,14 @@ Logs TrainingLoop::logs() const {
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
+  // Keras' names: a metric name met before gets "_1", "_2", ... (two outputs of one layer, a metric given twice).
+  std::map<std::string, int> used;
   for (std::size_t o = 0; o < metrics_.size(); ++o)
-    for (const auto& m : metrics_[o]) logs.set(several ? output_names_[o] + "_" + m->name() : m->name(), m->result());
+    for (const auto& m : metrics_[o]) {
+      std::string key = several ? output_names_[o] + "_" + m->name() : m->name();
+      if (const int n = used[key]++; n > 0) key += "_" + std::to_string(n);
+      logs.set(key, m->result());
+    }
   return logs;
 }
 
@@ -237,7 +243,13 @@ void TrainingLoop::check_batch(const data::Element& batch, Mode mode) const {
 TrainingLoop::StepBuffers& TrainingLoop::step_buffers(BufferCache& cache, Plan& plan, Mode mode) {
   auto& slot = cache[plan.batch_size()];
   if (!slot) slot = std::make_unique<StepBuffers>();
-  if (mode != Mode::predict && slot->per_example.size() != losses_.size()) {
+  // A graph change (Sequential add / pop) keeps the batch size and may change the outputs' shapes.
+  bool fits = slot->per_example.size() == losses_.size();
+  for (std::size_t o = 0; fits && o < losses_.size(); ++o)
+    fits = slot->per_example[o].shape() == losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
+  if (mode != Mode::predict && !fits) {
+    slot->per_example.clear();
+    slot->scale.clear();
     for (std::size_t o = 0; o < losses_.size(); ++o) {
       const Shape pe = losses_[o]->per_example_shape(plan.output(static_cast<int>(o)).shape());
       slot->per_example.emplace_back(pe, DType::float32, plan.options().device);
@@ -457,6 +469,9 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
 
   Gathered& g = gathered_[n];
   const std::size_t no = model_.outputs().size();
+  bool fits = g.y_pred.size() == no;  // as in step_buffers: the outputs may have changed
+  for (std::size_t o = 0; fits && o < no; ++o) fits = g.y_pred[o].shape() == model_.outputs()[o].shape().with_batch(n);
+  if (!fits) g = Gathered();
   if (g.y_pred.empty())
     for (std::size_t o = 0; o < no; ++o) g.y_pred.emplace_back(model_.outputs()[o].shape().with_batch(n));
   if (mode != Mode::predict && g.per_example.size() != losses_.size())

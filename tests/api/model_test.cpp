@@ -1,5 +1,9 @@
 #include "api/models/model.h"
 
+#include <filesystem>
+#include <functional>
+
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -197,6 +201,144 @@ TEST(Model, ResidualConvnetTrainsEndToEndGradients) {
   auto out = layers::Dense({.units = 2})(layers::GlobalAveragePooling2D()(y));
   Model m(x, out, "residual");
   testing::check_gradients(m, {testing::random_tensor({2, 6, 6, 2}, 9)});
+}
+
+}  // namespace
+}  // namespace tower
+
+namespace tower {
+namespace {
+
+using layers::Dense;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(Model, DuplicateLayerNamesAreRefusedWhenTheModelIsBuilt) {
+  // Keras: ValueError 'The name "d" is used 2 times in the model. All operation names should be unique.'
+  auto x = Input({3}, "x");
+  auto h = Dense({.units = 2, .name = "d"})(x);
+  auto y = Dense({.units = 2, .name = "d"})(h);
+  const std::string msg = message_of([&] { Model(x, y, "dup"); });
+  EXPECT_NE(msg.find("The name \"d\" is used 2 times in the model"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'dup'"), std::string::npos) << msg;
+
+  // Sequential refuses the layer when it is added, built or not (Keras' add()).
+  Sequential s({InputLayer({.shape = {3}}), Dense({.units = 2, .name = "d"})});
+  const std::string seq_msg = message_of([&] { s.add(Dense({.units = 2, .name = "d"})); });
+  EXPECT_NE(seq_msg.find("'d' is already the name of a layer"), std::string::npos) << seq_msg;
+  EXPECT_EQ(s.layers().size(), 1u);
+  Sequential lazy({Dense({.units = 2, .name = "e"})});
+  EXPECT_THROW(lazy.add(Dense({.units = 2, .name = "e"})), std::invalid_argument);
+
+  // Names count per level: a nested model may hold a layer named like one of the outer model's.
+  auto i = Input({3});
+  Model inner(i, Dense({.units = 2, .name = "d"})(i), "inner");
+  auto o = Input({3});
+  EXPECT_NO_THROW(Model(o, Dense({.units = 2, .name = "d"})(inner(o))));
+}
+
+TEST(Model, PopAndAddAfterPredictRebuildThePlans) {
+  Sequential s({InputLayer({.shape = {3}}), Dense({.units = 4}), Dense({.units = 2})});
+  const Tensor x = testing::random_tensor({5, 3}, 1);
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 2}));
+  s.pop();
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 4}));
+  s.add(Dense({.units = 6}));
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 6}));
+  // Training plans and compiled steps are remade too.
+  s.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  s.fit(x, Tensor::zeros({5, 6}), {.epochs = 1, .batch_size = 5, .verbose = 0});
+  s.pop();
+  s.add(Dense({.units = 1}));
+  s.fit(x, Tensor::zeros({5, 1}), {.epochs = 1, .batch_size = 5, .verbose = 0});
+  EXPECT_EQ(s.predict(x).shape(), (Shape{5, 1}));
+}
+
+// inner = (d0: Dense 2, d1: Dense 4) on 3 inputs, outer = inner -> head (Dense 1), inner frozen, then d1 unfrozen;
+// Keras' results are in tests/reference/models/freezing.json (tests/reference/make_model_fixtures.py).
+struct FrozenInner {
+  Model inner;
+  Model outer;
+};
+
+FrozenInner frozen_inner_with_d1_unfrozen() {
+  auto i = Input({3}, "ii");
+  auto h = Dense({.units = 2, .name = "d0"})(i);
+  Model inner(i, Dense({.units = 4, .name = "d1"})(h), "inner");
+  auto x = Input({3}, "x");
+  Model outer(x, Dense({.units = 1, .name = "head"})(inner(x)), "outer");
+  inner.set_trainable(false);
+  inner.get_layer("d1")->set_trainable(true);
+  return {inner, outer};
+}
+
+std::vector<std::string> paths(const std::vector<VariablePtr>& vs) {
+  std::vector<std::string> out;
+  for (const VariablePtr& v : vs) out.push_back(v->path);
+  return out;
+}
+
+std::vector<std::string> strings(const Config& list) {
+  std::vector<std::string> out;
+  for (const Config& c : list.as_list()) out.push_back(c.as_string());
+  return out;
+}
+
+// outer and inner against one state of freezing.json.
+void expect_keras_state(const Model& outer, const Config& keras) {
+  const auto inner = std::dynamic_pointer_cast<ModelImpl>(outer.get_layer("inner"));
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(paths(outer.trainable_weights()), strings(keras.at("outer_trainable")));
+  EXPECT_EQ(paths(outer.non_trainable_weights()), strings(keras.at("outer_non_trainable")));
+  EXPECT_EQ(inner->trainable(), keras.at("inner_trainable").as_bool());
+  EXPECT_EQ(paths(inner->trainable_weights()), strings(keras.at("inner_trainable_weights")));
+  const std::string text = outer.summary_string();
+  const std::string trainable = "Trainable params: " + std::to_string(keras.at("trainable_params").as_int()) + " (";
+  const std::string frozen = "Non-trainable params: " + std::to_string(keras.at("non_trainable_params").as_int()) + " (";
+  EXPECT_NE(text.find(" " + trainable), std::string::npos) << trainable << "\n" << text;
+  EXPECT_NE(text.find(frozen), std::string::npos) << frozen << "\n" << text;
+}
+
+TEST(Model, ALayerUnfrozenInsideAFrozenNestedModelTrains) {
+  const Config keras = testing::read_json_fixture("models/freezing.json");
+  FrozenInner m = frozen_inner_with_d1_unfrozen();
+  expect_keras_state(m.outer, keras.at("before_save"));
+  EXPECT_EQ(m.inner.get_layer("d1")->trainable_weights().size(), 2u);
+  EXPECT_TRUE(m.inner.get_layer("d0")->trainable_weights().empty());
+
+  // fit moves d1 and head, not d0.
+  const std::vector<Tensor> before = m.outer.get_weights();
+  m.outer.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  m.outer.fit(testing::random_tensor({4, 3}, 4), Tensor::full({4, 1}, 3.f), {.epochs = 1, .batch_size = 4, .verbose = 0});
+  const std::vector<Tensor> after = m.outer.get_weights();
+  ASSERT_EQ(after.size(), 6u);  // d0 kernel, bias, d1 kernel, bias, head kernel, bias
+  EXPECT_EQ(before[0].to_vector(), after[0].to_vector());
+  EXPECT_NE(before[2].to_vector(), after[2].to_vector());
+  EXPECT_NE(before[4].to_vector(), after[4].to_vector());
+}
+
+TEST(Model, AFrozenNestedModelStaysFrozenThroughSaveAndLoad) {
+  // Keras' functional_from_config restores the model's own flag; its layers keep theirs (d1 trains on).
+  const Config keras = testing::read_json_fixture("models/freezing.json");
+  FrozenInner m = frozen_inner_with_d1_unfrozen();
+  const std::string path = (std::filesystem::temp_directory_path() / "tower_frozen_inner.tower").string();
+  m.outer.save(path);
+  expect_keras_state(Model::load(path), keras.at("after_load"));
+  std::filesystem::remove(path);
+
+  auto x = Input({3});
+  Model top(x, Dense({.units = 1})(x));
+  top.set_trainable(false);
+  Model top_copy(model_from_config(top->serialize()));
+  EXPECT_EQ(top_copy.trainable(), keras.at("frozen_top_after_load").as_bool());
+  EXPECT_TRUE(top_copy.trainable_weights().empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -189,6 +190,43 @@ TEST(TrainingLoop, DeferredLogsComputeOnceWhenLookedAtAndCopiesHoldTheValues) {
   EXPECT_EQ(logs.entries()[1], (std::pair<std::string, double>{"size", 4.0}));
   EXPECT_EQ(computed, 1);
   EXPECT_FALSE(logs.contains("accuracy"));
+}
+
+TEST(TrainingLoop, MetricsOfTwoOutputsOfOneSharedLayerKeepKerasNames) {
+  // Keras names both outputs after the layer ("shared"); its metrics get unique names ("shared_mae",
+  // "shared_mae_1"), while the per-output losses share "shared_loss" (tests/reference/models/shared_outputs.json,
+  // from tests/reference/make_model_fixtures.py).
+  const Config keras = testing::read_json_fixture("models/shared_outputs.json");
+  auto x = Input({3}, "x");
+  layers::Dense shared({.units = 2, .name = "shared"});
+  layers::Dense pre({.units = 3, .name = "pre"});
+  Model model({x}, {shared(x), shared(pre(x))});
+  shared->weights()[0]->value.copy_from(Tensor::full({3, 2}, 1.f));
+  pre->weights()[0]->value.copy_from(Tensor::zeros({3, 3}));
+  const auto mae = [] { return metrics::metric_from_config(Config("mae")); };
+  model.compile(optimizers::SGD(0.0), {losses::MeanSquaredError(), losses::MeanAbsoluteError()}, {{mae()}, {mae()}});
+  const data::Dataset ds =
+      data::Dataset::from_tensor_slices({Tensor::full({4, 3}, 1.f), Tensor::zeros({4, 2}), Tensor::zeros({4, 2})}).batch(4);
+  const callbacks::Logs logs = model.evaluate(ds, {.verbose = 0});
+  // Tower's MeanAbsoluteError is named as Keras' class ("mean_absolute_error"), Keras' "mae" string keeps "mae".
+  const std::string name = mae()->name();
+  for (const auto& [key, value] : keras.at("logs").as_map()) {
+    std::string ours = key;
+    if (const auto at = ours.find("mae"); at != std::string::npos) ours.replace(at, 3, name);
+    ASSERT_TRUE(logs.get(ours)) << ours;
+    EXPECT_NEAR(*logs.get(ours), value.as_double(), 1e-6) << ours;
+  }
+}
+
+TEST(TrainingLoop, TwoMetricsOfOneNameGetKerasUniqueNames) {
+  // Keras: compile(metrics=["mae", "mae"]) logs "mae" and "mae_1".
+  Sequential model({InputLayer({.shape = {4}}), layers::Dense({.units = 1})});
+  const auto mae = [] { return metrics::metric_from_config(Config("mae")); };
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError(), {mae(), mae()});
+  const std::string name = mae()->name();
+  const callbacks::Logs logs = model.evaluate(inputs(4), Tensor::zeros({4, 1}), {.verbose = 0});
+  ASSERT_TRUE(logs.get(name + "_1")) << name;
+  EXPECT_EQ(*logs.get(name), *logs.get(name + "_1"));
 }
 
 }  // namespace
