@@ -53,8 +53,9 @@ void land(const Tensor& host, Tensor& dst, Landing& landing) {
   landing.free->record();
 }
 
-// dst = src as float32 on `device` (remade when its shape or device differs). Other dtypes are converted on the
-// host: in `host` when the destination is a GPU. Host inputs reach a GPU through `landing` (land()).
+}  // namespace
+
+// Host inputs reach a GPU through `landing` (land()).
 void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, Landing& landing) {
   if (!dst.defined() || dst.shape() != src.shape() || dst.device() != device)
     dst = Tensor(src.shape(), DType::float32, device);
@@ -88,6 +89,8 @@ void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, 
   }
   if (!device.is_cpu()) land(host, dst, landing);
 }
+
+namespace {
 
 // Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
 // each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.

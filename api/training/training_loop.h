@@ -65,6 +65,11 @@ struct Landing {
   std::unique_ptr<WorkMarker> free;
 };
 
+// dst = src as float32 on `device` (remade when its shape or device differs), as fit stages its inputs. Other
+// dtypes are converted on the host: in `host` when the destination is a GPU. Host inputs reach a GPU through
+// `landing`, whose buffer the upload reuses from step to step.
+void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, Landing& landing);
+
 class TrainingLoop {
  public:
   // The loop of `model`, which outlives it. Until compile(), only predict() runs.
