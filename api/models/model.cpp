@@ -426,14 +426,16 @@ Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
 // ---- training: the loop is training/training_loop.cpp ---------------------------------------------------
 
 void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                        std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+                        std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                        std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
   require_graph("compile()");
   if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
     distribution_ = std::move(d);
     replicas_.reset();
     replicas_made_ = false;
   }
-  training_loop_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+  training_loop_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights),
+                          std::move(weighted_metrics));
 }
 
 std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictOptions& options) {
@@ -501,13 +503,16 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   return *slot;
 }
 
-void Model::compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics) {
-  impl_->compile(std::move(optimizer), {std::move(loss)}, {std::move(metrics)}, {});
+void Model::compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics,
+                    std::vector<metrics::MetricPtr> weighted_metrics) {
+  impl_->compile(std::move(optimizer), {std::move(loss)}, {std::move(metrics)}, {}, {std::move(weighted_metrics)});
 }
 
 void Model::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                    std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
-  impl_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+                    std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                    std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
+  impl_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights),
+                 std::move(weighted_metrics));
 }
 
 callbacks::History Model::fit(const data::Dataset& data, int epochs) {

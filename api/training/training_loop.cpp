@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -137,7 +138,8 @@ void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
 }
 
 void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                           std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+                           std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                           std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
   const std::size_t outputs = model_.outputs().size();
   const std::string who = "Model '" + model_.name() + "': compile(): ";
   if (!optimizer) throw std::invalid_argument(who + "no optimizer");
@@ -147,18 +149,25 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
                                 " outputs");
   for (const auto& l : losses)
     if (!l) throw std::invalid_argument(who + "a loss is null");
-  if (metrics.empty()) metrics.resize(outputs);
-  if (metrics.size() == 1 && outputs > 1) {
-    // The same metrics on every output, each output with its own instances.
-    for (std::size_t o = 1; o < outputs; ++o) {
-      std::vector<metrics::MetricPtr> copy;
-      for (const auto& m : metrics[0]) copy.push_back(m->clone());
-      metrics.push_back(copy);
+  const auto per_output = [&](std::vector<std::vector<metrics::MetricPtr>>& list, const char* what) {
+    if (list.empty()) list.resize(outputs);
+    if (list.size() == 1 && outputs > 1) {
+      // The same metrics on every output, each output with its own instances.
+      for (std::size_t o = 1; o < outputs; ++o) {
+        std::vector<metrics::MetricPtr> copy;
+        for (const auto& m : list[0]) copy.push_back(m->clone());
+        list.push_back(copy);
+      }
     }
-  }
-  if (metrics.size() != outputs)
-    throw std::invalid_argument(who + "metrics for " + std::to_string(metrics.size()) + " outputs, the model has " +
-                                std::to_string(outputs));
+    if (list.size() != outputs)
+      throw std::invalid_argument(who + what + " for " + std::to_string(list.size()) + " outputs, the model has " +
+                                  std::to_string(outputs));
+    for (const auto& ms : list)
+      for (const auto& m : ms)
+        if (!m) throw std::invalid_argument(who + "a metric of " + what + " is null");
+  };
+  per_output(metrics, "metrics");
+  per_output(weighted_metrics, "weighted_metrics");
   if (loss_weights.empty()) loss_weights.assign(outputs, 1.0);
   if (loss_weights.size() != outputs)
     throw std::invalid_argument(who + std::to_string(loss_weights.size()) + " loss weights for " +
@@ -166,6 +175,7 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
   optimizer_ = std::move(optimizer);
   losses_ = std::move(losses);
   metrics_ = std::move(metrics);
+  weighted_metrics_ = std::move(weighted_metrics);
   loss_weights_ = std::move(loss_weights);
   output_names_.clear();
   for (const SymbolicTensor& t : model_.outputs()) output_names_.push_back(t.layer().name());
@@ -185,8 +195,9 @@ void TrainingLoop::require_compiled(const char* what) const {
 void TrainingLoop::reset_metrics() {
   loss_count_ = 0;
   for (auto& [device, sums] : loss_sums_) sums.zero();
-  for (auto& ms : metrics_)
-    for (auto& m : ms) m->reset_state();
+  for (auto* list : {&metrics_, &weighted_metrics_})
+    for (auto& ms : *list)
+      for (auto& m : ms) m->reset_state();
 }
 
 losses::detail::DeviceDoubles& TrainingLoop::loss_sums(Device device) {
@@ -208,8 +219,20 @@ Logs TrainingLoop::logs() const {
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
-  for (std::size_t o = 0; o < metrics_.size(); ++o)
-    for (const auto& m : metrics_[o]) logs.set(several ? output_names_[o] + "_" + m->name() : m->name(), m->result());
+  // Keras' CompileMetrics.result(): how many times each name is taken so far.
+  std::map<std::string, int> taken;
+  for (const bool weighted : {false, true}) {
+    const auto& list = weighted ? weighted_metrics_ : metrics_;
+    for (std::size_t o = 0; o < list.size(); ++o) {
+      const std::string prefix = several ? output_names_[o] + "_" : "";
+      for (const auto& m : list[o]) {
+        std::string name = prefix + m->name();
+        if (taken.count(name) && weighted) name = prefix + "weighted_" + m->name();
+        if (int& count = taken[name]; count++ > 0) name += "_" + std::to_string(count - 1);
+        logs.set(name, m->result());
+      }
+    }
+  }
   return logs;
 }
 
@@ -270,18 +293,20 @@ void TrainingLoop::stage_class_weights(LossInputs& in, Device device) const {
 }
 
 void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end,
-                                     Device device, bool copy) const {
+                                     Device device, bool training, bool copy) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const bool whole = begin == 0 && end == batch[0].dim(0);
   const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(begin, end); };
   in.targets.resize(no);
   in.staged_targets.resize(no);
   in.weights.resize(no);
+  in.metric_weights.resize(no);
   in.sample_weight =
       batch.size() > ni + no ? on_device(rows(batch[ni + no]), device, in.staged_sample_weight) : Tensor();
   stage_class_weights(in, device);
   const Index examples = end - begin;
-  const bool weighted = in.class_ids.defined();
+  // Keras turns class_weight into the sample weights of fit's training data only.
+  const bool weighted = training && in.class_ids.defined();
   for (std::size_t o = 0; o < no; ++o) {
     in.targets[o] = on_device(rows(batch[ni + o]), device, in.staged_targets[o], copy);
     losses::detail::DeviceDoubles& w = in.weights[o];
@@ -295,6 +320,13 @@ void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch,
                                          .class_weights = weighted ? in.class_weights.data() : nullptr,
                                          .num_classes_weighted = weighted ? in.class_ids.numel() : 0};
     backend::get(device).example_weights(p, w.data());
+    Tensor& mw = in.metric_weights[o];
+    if (!weighted || weighted_metrics_[o].empty()) {
+      mw = Tensor();
+      continue;
+    }
+    if (!mw.defined() || mw.numel() != examples || mw.device() != device) mw = Tensor(Shape{examples}, DType::float32, device);
+    backend::get(device).loss_scale(w.data(), examples, 1, 1.0, mw.data<float>());
   }
 }
 
@@ -319,7 +351,8 @@ void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, I
   plan.forward();
   if (mode == Mode::predict) return;
   check_host_targets(slot, batch, n);
-  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device,
+                    mode == Mode::train);
   losses_and_backward(slot, n, mode);
 }
 
@@ -424,7 +457,7 @@ void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& ba
   // (Dropout's seeds) drawn and uploaded, exactly as an eager forward would draw them.
   stage_inputs(slot, batch, n, true);
   check_host_targets(slot, batch, n);
-  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true, true);
   plan.refresh_step_values();
   // The penalties read the weights before the update, which is in the graph.
   const std::vector<VariablePtr>& variables = plan.trainable_weights();
@@ -468,7 +501,7 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
       for (std::size_t r = 0; r < locals; ++r)
         parts_[r] = slots_[r].buffers ? slots_[r].buffers->per_example[o] : Tensor();
       replicas.gather(n, parts_, g.per_example[o]);
-      if (metrics_[o].empty()) continue;
+      if (metrics_[o].empty() && weighted_metrics_[o].empty()) continue;
     }
     for (std::size_t r = 0; r < locals; ++r)
       parts_[r] = slots_[r].plan ? slots_[r].plan->output(static_cast<int>(o)) : Tensor();
@@ -495,7 +528,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   bool graphed = false;  // penalties and update done in the (captured) step
   if (replicas) {
     Gathered& g = distributed_step(*replicas, batch, mode);
-    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device());
+    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device(), training);
     per_example = &g.per_example;
     in = &g.loss_inputs;
     y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
@@ -531,7 +564,9 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per, examples / static_cast<double>(values), sums + 1 + o);
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per,
                                loss_weights_[o] * examples / static_cast<double>(values), sums);
-    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o), in->sample_weight);
+    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o));
+    const Tensor& mw = in->metric_weights[o].defined() ? in->metric_weights[o] : in->sample_weight;
+    for (const auto& m : weighted_metrics_[o]) m->update_state(in->targets[o], y_pred(o), mw);
   }
 
   if (training && !graphed) {
@@ -659,7 +694,8 @@ void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::
     const Device device = y_pred[o].device();
     const Tensor t = y_true[o].device() == device ? y_true[o] : y_true[o].to(device);
     const Tensor w = !sample_weight.defined() || sample_weight.device() == device ? sample_weight : sample_weight.to(device);
-    for (const auto& m : metrics_[o]) m->update_state(t, y_pred[o], w);
+    for (const auto& m : metrics_[o]) m->update_state(t, y_pred[o]);
+    for (const auto& m : weighted_metrics_[o]) m->update_state(t, y_pred[o], w);
   }
 }
 
@@ -711,6 +747,14 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
                                 " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
+  // The class weights of this fit's training batches, dropped when it ends.
+  struct ClassWeights {
+    TrainingLoop& loop;
+    ~ClassWeights() {
+      loop.class_weight_.clear();
+      ++loop.class_weight_version_;
+    }
+  } const class_weights{*this};
   class_weight_ = options.class_weight;
   ++class_weight_version_;
   if (Replicas* replicas = model_.distribution() ? model_.replicas() : nullptr)

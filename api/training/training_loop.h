@@ -35,6 +35,8 @@ struct FitOptions {
   double validation_split = 0.0;  // for tensor inputs: the last fraction, taken before shuffling
   std::optional<data::Dataset> validation_data;  // batched
   bool shuffle = true;           // for tensor inputs
+  // Weighs the loss (and weighted_metrics) of this fit's training batches by each example's class; neither its
+  // validation nor a later evaluate (Keras).
   std::map<int, double> class_weight;
   int initial_epoch = 0;
   std::optional<std::int64_t> steps_per_epoch;
@@ -75,10 +77,13 @@ class TrainingLoop {
   // The loop of `model`, which outlives it. Until compile(), only predict() runs.
   explicit TrainingLoop(ModelImpl& model);
 
-  // Throws std::invalid_argument naming the model for a missing optimizer or loss, or counts of losses, metrics
-  // or loss weights that do not match the outputs.
+  // Per output, `metrics` are updated without sample weights and `weighted_metrics` with the batch's sample
+  // weights (times fit's class weights in training), as Keras' compile. Throws std::invalid_argument naming the
+  // model for a missing optimizer or loss, or counts of losses, metrics or loss weights that do not match the
+  // outputs.
   void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+               std::vector<std::vector<metrics::MetricPtr>> weighted_metrics = {});
   bool compiled() const { return optimizer_ != nullptr; }
 
   // fit, evaluate, train_on_batch and test_on_batch throw std::logic_error ("... call compile() first") before
@@ -99,8 +104,8 @@ class TrainingLoop {
   void default_test_step(const data::Element& batch);
   // For custom steps: adds a loss value (one float32 element on any device, the mean over `examples` examples)
   // to the running "loss" the logs report, weighted by `examples`, without reading it back; and updates the
-  // compiled metrics with per-output targets and predictions (targets are copied to the predictions' device when
-  // they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
+  // compiled metrics with per-output targets and predictions, sample_weight going to the weighted_metrics only
+  // (targets are copied to the predictions' device when they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
   // that differs from the model's.
   void track_loss(const Tensor& loss, Index examples);
   void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,
@@ -137,17 +142,22 @@ class TrainingLoop {
   const optimizers::OptimizerPtr& optimizer() const { return optimizer_; }
   const std::vector<losses::LossPtr>& losses() const { return losses_; }
   void reset_metrics();
-  // Current running values: "loss", then per output "<output>_loss" (several outputs), then metrics.
+  // Current running values: "loss", then per output "<output>_loss" (several outputs), then the metrics, then the
+  // weighted metrics, named as Keras names them: "<output>_<name>" with several outputs, a repeated name gets
+  // "_1", "_2", ..., and a weighted metric whose name is taken gets "weighted_<name>".
   callbacks::Logs logs() const;
 
  private:
   enum class Mode { train, test, predict };
   // Rows of a batch as the losses and metrics read them on one device: the targets and sample weights (copied
-  // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight).
+  // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight,
+  // the class weights of a training batch only) and, where class weights apply and the output has weighted
+  // metrics, those weights as float32 [N] for the metrics (else undefined: they read sample_weight).
   struct LossInputs {
     std::vector<Tensor> targets, staged_targets;
     Tensor sample_weight, staged_sample_weight;
     std::vector<losses::detail::DeviceDoubles> weights;
+    std::vector<Tensor> metric_weights;
     Tensor class_ids;  // class_weight_ on the device, as of class_weight_version
     losses::detail::DeviceDoubles class_weights;
     int class_weight_version = -1;
@@ -241,9 +251,10 @@ class TrainingLoop {
   void serve_steps(RemoteTraining& remote, const data::Dataset& train);
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
   // Stages rows [begin, end) of the batch's targets and sample weights on `device` (copied into the staged
-  // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there.
+  // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there,
+  // with fit's class weights when `training`.
   void stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end, Device device,
-                         bool copy = false) const;
+                         bool training, bool copy = false) const;
   // class_weight_ in `in`, on `device`: copied there when fit() has set new class weights since the last copy.
   void stage_class_weights(LossInputs& in, Device device) const;
   // The loss sums kept on `device`: {sum of the weighted loss, then per output its own} over the examples so far.
@@ -253,10 +264,10 @@ class TrainingLoop {
   ModelImpl& model_;
   optimizers::OptimizerPtr optimizer_;
   std::vector<losses::LossPtr> losses_;
-  std::vector<std::vector<metrics::MetricPtr>> metrics_;
+  std::vector<std::vector<metrics::MetricPtr>> metrics_, weighted_metrics_;
   std::vector<double> loss_weights_;
   std::vector<std::string> output_names_;
-  std::map<int, double> class_weight_;
+  std::map<int, double> class_weight_;  // during fit: its class_weight
   int class_weight_version_ = 0;
   // Every device's loss sums (backend ops add into them each step; logs() reads them), and the examples counted.
   std::vector<std::pair<Device, losses::detail::DeviceDoubles>> loss_sums_;

@@ -1,10 +1,13 @@
 // fit, evaluate and predict run through one epoch driver and one step driver (api/training/training_loop.h):
-// the same staging of inputs, the same batch hooks per mode, the same stop at `steps`.
+// the same staging of inputs, the same batch hooks per mode, the same stop at `steps`. What Keras' loop does
+// around the steps (class and sample weights) is compared with tests/reference/training/loop.json, written by
+// tests/reference/make_training_loop_fixtures.py with Keras itself.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -189,6 +192,89 @@ TEST(TrainingLoop, DeferredLogsComputeOnceWhenLookedAtAndCopiesHoldTheValues) {
   EXPECT_EQ(logs.entries()[1], (std::pair<std::string, double>{"size", 4.0}));
   EXPECT_EQ(computed, 1);
   EXPECT_FALSE(logs.contains("accuracy"));
+}
+
+const Config& loop_case(const std::string& name) {
+  static const Config doc = testing::read_json_fixture("training/loop.json");
+  return testing::fixture_case(doc, name);
+}
+
+void expect_logs_near(const callbacks::Logs& logs, const Config& keras, const std::string& what) {
+  for (const auto& [key, value] : keras.as_map()) {
+    ASSERT_TRUE(logs.contains(key)) << what << ": no '" << key << "'";
+    EXPECT_NEAR(*logs.get(key), value.as_double(), 1e-5 * (1 + std::abs(value.as_double()))) << what << ": " << key;
+  }
+  EXPECT_EQ(logs.entries().size(), keras.size()) << what;
+}
+
+void expect_history_near(const callbacks::History& h, const Config& keras, const std::string& what) {
+  for (const auto& [key, values] : keras.as_map()) {
+    ASSERT_TRUE(h.contains(key)) << what << ": no '" << key << "'";
+    const std::vector<double>& got = h[key];
+    ASSERT_EQ(got.size(), values.size()) << what << ": " << key;
+    for (std::size_t e = 0; e < got.size(); ++e)
+      EXPECT_NEAR(got[e], values.as_list()[e].as_double(), 1e-5 * (1 + std::abs(got[e]))) << what << ": " << key;
+  }
+  EXPECT_EQ(h.keys().size(), keras.size()) << what;
+}
+
+Sequential dense_from(const Config& c, int units, const std::string& activation) {
+  const Tensor kernel = testing::fixture_tensor(c.at("kernel"));
+  Sequential model({InputLayer({.shape = {kernel.dim(0)}}), layers::Dense({.units = units, .activation = activation})});
+  model.set_weights({kernel, testing::fixture_tensor(c.at("bias"))});
+  return model;
+}
+
+// Keras weighs the training batches of fit(..., class_weight) only: the validation inside that fit and every later
+// evaluate see unweighted losses.
+TEST(TrainingLoop, ClassWeightWeighsTrainingBatchesOnly) {
+  const Config& c = loop_case("class_weight");
+  Sequential model = dense_from(c, 3, "softmax");
+  model.compile(optimizers::SGD(0.0), losses::SparseCategoricalCrossentropy());
+  const Tensor x = testing::fixture_tensor(c.at("x")), y = testing::fixture_tensor(c.at("y"));
+  expect_logs_near(model.evaluate(x, y, {.verbose = 0}), c.at("evaluate_before"), "evaluate before fit");
+  const callbacks::History h =
+      model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0,
+                       .validation_data = data::Dataset::from_tensor_slices({x, y}).batch(32), .shuffle = false,
+                       .class_weight = {{0, 10.0}}});
+  expect_history_near(h, c.at("history"), "fit");
+  expect_logs_near(model.evaluate(x, y, {.verbose = 0}), c.at("evaluate_after"), "evaluate after fit");
+}
+
+// Compiled metrics (compile's `metrics`) take no sample weights (Keras).
+TEST(TrainingLoop, CompiledMetricsIgnoreSampleWeights) {
+  const Config& c = loop_case("weighted_metrics");
+  Sequential model = dense_from(c, 1, "sigmoid");
+  model.compile(optimizers::SGD(0.0), losses::BinaryCrossentropy(), {metrics::BinaryAccuracy()});
+  const Tensor x = testing::fixture_tensor(c.at("x")), y = testing::fixture_tensor(c.at("y"));
+  const Tensor w = testing::fixture_tensor(c.at("sample_weight"));
+  const callbacks::Logs logs =
+      model.evaluate(data::Dataset::from_tensor_slices({x, y, w}).batch(8), {.verbose = 0});
+  EXPECT_NEAR(*logs.get("binary_accuracy"), c.at("evaluate").at("binary_accuracy").as_double(), 1e-6);
+  EXPECT_NEAR(*logs.get("loss"), c.at("evaluate").at("loss").as_double(), 1e-5);
+}
+
+// Keras passes sample weights (and fit's class weights) to weighted_metrics only; a weighted metric named like an
+// unweighted one is logged as "weighted_<name>".
+TEST(TrainingLoop, OnlyWeightedMetricsTakeSampleWeights) {
+  const Config& c = loop_case("weighted_metrics");
+  Sequential model = dense_from(c, 1, "sigmoid");
+  model.compile(optimizers::SGD(0.0), losses::BinaryCrossentropy(), {metrics::BinaryAccuracy()},
+                {metrics::BinaryAccuracy()});
+  const Tensor x = testing::fixture_tensor(c.at("x")), y = testing::fixture_tensor(c.at("y"));
+  const Tensor w = testing::fixture_tensor(c.at("sample_weight"));
+  expect_logs_near(model.evaluate(data::Dataset::from_tensor_slices({x, y, w}).batch(8), {.verbose = 0}),
+                   c.at("evaluate"), "evaluate with sample weights");
+  const callbacks::History h =
+      model.fit(x, y, {.epochs = 1, .batch_size = 8, .verbose = 0, .shuffle = false, .class_weight = {{0, 3.0}}});
+  expect_history_near(h, c.at("fit_history"), "fit with class weights");
+  // A custom step's update_metrics weighs the same way.
+  model->training_loop().reset_metrics();
+  model->training_loop().update_metrics({y}, {model.predict(x)}, w);
+  const callbacks::Logs logs = model->training_loop().logs();
+  EXPECT_NEAR(*logs.get("binary_accuracy"), c.at("evaluate").at("binary_accuracy").as_double(), 1e-6);
+  EXPECT_NEAR(*logs.get("weighted_binary_accuracy"), c.at("evaluate").at("weighted_binary_accuracy").as_double(),
+              1e-6);
 }
 
 }  // namespace
