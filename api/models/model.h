@@ -219,7 +219,8 @@ class Model {
   // A batched Dataset whose elements are (inputs..., targets..., [sample_weight]).
   callbacks::History fit(const data::Dataset& data, int epochs);
   callbacks::History fit(const data::Dataset& data, FitOptions options = {});
-  // Tensors: batched by options.batch_size, shuffled each epoch unless options.shuffle is false.
+  // Tensors: batched by options.batch_size, shuffled each epoch unless options.shuffle is false; options.
+  // validation_split as FitOptions describes.
   callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   callbacks::Logs evaluate(const data::Dataset& data, EvaluateOptions options = {});
   callbacks::Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -536,7 +537,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     plan = &model_.plan_for(n, training);
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
-    StepCapturer* capturer = training ? step_capturer(*plan) : nullptr;
+    StepCapturer* capturer = training && !plan->trainable_weights().empty() ? step_capturer(*plan) : nullptr;
     graphed = capturer != nullptr;
     if (graphed) graphed_train_step(slot, batch, n, *capturer);
     else replica_step(slot, batch, n, mode);
@@ -569,7 +570,13 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     for (const auto& m : weighted_metrics_[o]) m->update_state(in->targets[o], y_pred(o), mw);
   }
 
-  if (training && !graphed) {
+  if (training && trainable.empty()) {
+    // Keras warns and trains on: the forward in training mode still moves BatchNormalization's statistics.
+    if (!warned_no_trainable_)
+      std::cerr << "Warning: model '" << model_.name() << "' does not have any trainable weights.\n";
+    warned_no_trainable_ = true;
+    if (replicas) replicas->after_update();
+  } else if (training && !graphed) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
     auto update = [](const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
                      optimizers::Optimizer& optimizer) {
@@ -586,19 +593,46 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   loss_count_ += examples;
 }
 
-std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
-                                     std::optional<std::int64_t> steps, bool restart, const std::vector<CallbackPtr>& cbs) {
+TrainingLoop::EpochBatches::EpochBatches(const data::Dataset& data, std::optional<std::int64_t> steps, std::string who)
+    : data_(data), steps_(steps), cardinality_(data.cardinality()), who_(std::move(who)) {}
+
+bool TrainingLoop::EpochBatches::begin_epoch() {
+  step_ = 0;
+  if (it_ && steps_ && (cardinality_ < 0 || seen_ < cardinality_)) return false;
+  it_ = data_.make_iterator();
+  seen_ = 0;
+  return true;
+}
+
+std::optional<data::Element> TrainingLoop::EpochBatches::next() {
+  if (!it_ || (steps_ && step_ >= *steps_)) return std::nullopt;
+  if (cardinality_ >= 0 && seen_ >= cardinality_) {
+    ran_out();
+    return std::nullopt;
+  }
+  std::optional<data::Element> batch = it_->next();
+  if (!batch) {
+    ran_out();
+    it_.reset();
+    return std::nullopt;
+  }
+  ++seen_;
+  ++step_;
+  return batch;
+}
+
+void TrainingLoop::EpochBatches::ran_out() {
+  // A pass that ends without steps is simply the epoch's end.
+  if (!steps_ || warned_) return;
+  warned_ = true;
+  std::cerr << "Warning: " << who_ << ": the input ran out of data; interrupting the epoch. Make sure that the "
+            << "dataset can generate the batches asked for (at least steps_per_epoch * epochs in fit(); "
+            << "Dataset::repeat() makes it endless).\n";
+}
+
+std::int64_t TrainingLoop::run_epoch(Mode mode, EpochBatches& batches, const std::vector<CallbackPtr>& cbs) {
   std::int64_t s = 0;
-  bool restarted = false;
-  while (!steps || s < *steps) {
-    std::optional<data::Element> batch = it->next();
-    if (!batch) {
-      if (!restart || restarted) break;
-      it = data.make_iterator();
-      restarted = true;
-      continue;
-    }
-    restarted = false;
+  while (std::optional<data::Element> batch = batches.next()) {
     each(cbs, [&](callbacks::Callback& cb) {
       if (mode == Mode::train) cb.on_train_batch_begin(s, Logs());
       else if (mode == Mode::test) cb.on_test_batch_begin(s, Logs());
@@ -709,8 +743,9 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
   }
   reset_metrics();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_begin(Logs()); });
-  auto it = data.make_iterator();
-  if (run_epoch(Mode::test, data, it, options.steps, false, cbs) == 0)
+  EpochBatches batches(data, options.steps, "Model '" + model_.name() + "': evaluate()");
+  batches.begin_epoch();
+  if (run_epoch(Mode::test, batches, cbs) == 0)
     throw std::invalid_argument("Model '" + model_.name() + "': evaluate() got no batches");
   Logs result = logs();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_end(result); });
@@ -723,8 +758,9 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
   sync_replicas();
   predictions_.assign(model_.outputs().size(), {});
-  auto it = data.make_iterator();
-  run_epoch(Mode::predict, data, it, options.steps, false, cbs);
+  EpochBatches batches(data, options.steps, "Model '" + model_.name() + "': predict()");
+  batches.begin_epoch();
+  run_epoch(Mode::predict, batches, cbs);
   std::vector<Tensor> result;
   for (std::size_t o = 0; o < predictions_.size(); ++o) {
     Index total = 0;
@@ -744,9 +780,15 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
 
 callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) {
   require_compiled("fit()");
-  if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
+  if (options.epochs < 0 || options.initial_epoch < 0)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
-                                " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
+                                " and initial_epoch " + std::to_string(options.initial_epoch) + " must not be negative");
+  if (options.validation_split != 0 && !options.validation_data)
+    throw std::invalid_argument("Model '" + model_.name() + "': fit(): validation_split is only supported for tensors "
+                                "(fit(x, y)); for a Dataset, pass validation_data");
+  if (options.steps_per_epoch && *options.steps_per_epoch <= 0)
+    throw std::invalid_argument("Model '" + model_.name() + "': fit(): steps_per_epoch must be positive, got " +
+                                std::to_string(*options.steps_per_epoch));
   // The class weights of this fit's training batches, dropped when it ends.
   struct ClassWeights {
     TrainingLoop& loop;
@@ -768,14 +810,15 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   sync_replicas();
   const int first_epoch = model_.resume_epoch >= 0 ? model_.resume_epoch : options.initial_epoch;
   model_.resume_epoch = -1;
-  std::unique_ptr<data::Iterator> it;
+  EpochBatches batches(train, options.steps_per_epoch, "Model '" + model_.name() + "': fit()");
+  Logs last_logs;  // on_train_end's: the last epoch's (Keras)
   for (int epoch = first_epoch; epoch < options.epochs && !model_.stop_training; ++epoch) {
     reset_metrics();
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, Logs()); });
-    // With steps_per_epoch the iterator carries over between epochs, restarting when the data runs out.
-    if (!it || !options.steps_per_epoch) it = train.make_iterator();
-    const bool restart = options.steps_per_epoch.has_value();
-    if (run_epoch(Mode::train, train, it, options.steps_per_epoch, restart, cbs) == 0)
+    // An epoch that finds a carried-over pass already at its end has no batches, as in Keras; a new pass must
+    // have some.
+    const bool new_pass = batches.begin_epoch();
+    if (run_epoch(Mode::train, batches, cbs) == 0 && new_pass)
       throw std::invalid_argument("Model '" + model_.name() + "': fit() got no training batches");
     Logs epoch_logs = logs();
     if (options.validation_data && (epoch + 1) % std::max(1, options.validation_freq) == 0) {
@@ -787,8 +830,9 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
     }
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
+    last_logs = epoch_logs;
   }
-  each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(Logs()); });
+  each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(last_logs); });
   return *history;
 }
 

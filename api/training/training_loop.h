@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,13 +33,21 @@ struct FitOptions {
   Index batch_size = 32;  // for tensor inputs; a Dataset brings its own batches
   int verbose = 1;        // 0 silent, 1 progress bar, 2 one line per epoch
   std::vector<callbacks::CallbackPtr> callbacks;
-  double validation_split = 0.0;  // for tensor inputs: the last fraction, taken before shuffling
+  // For tensor inputs (Model::fit(x, y)): the examples from int(n * (1 - validation_split)) on, taken before
+  // shuffling, validate (Keras' split); ignored when validation_data is given. fit throws std::invalid_argument
+  // before training when the split leaves no training or no validation example, and for a Dataset.
+  double validation_split = 0.0;
   std::optional<data::Dataset> validation_data;  // batched
   bool shuffle = true;           // for tensor inputs
   // Weighs the loss (and weighted_metrics) of this fit's training batches by each example's class; neither its
   // validation nor a later evaluate (Keras).
   std::map<int, double> class_weight;
+  // Epochs initial_epoch .. epochs - 1 run: none when initial_epoch >= epochs (an empty History).
   int initial_epoch = 0;
+  // As Keras' EpochIterator: without it every epoch is a pass over the data. With it, a pass carries over between
+  // epochs: an epoch ends after steps_per_epoch batches or where the pass ends (a warning on standard error then
+  // says that the input ran out), and the epoch after a pass ended starts a new one. A dataset of known
+  // cardinality ends its pass after that many batches; one that repeats never ends.
   std::optional<std::int64_t> steps_per_epoch;
   std::optional<std::int64_t> validation_steps;
   int validation_freq = 1;
@@ -188,16 +197,34 @@ class TrainingLoop {
   void require_compiled(const char* what) const;
   // Batches per epoch: `steps` when given, else the dataset's cardinality, else -1 (unknown).
   static std::int64_t steps_of(const data::Dataset& data, std::optional<std::int64_t> steps);
+  // Keras' EpochIterator: the batches of each epoch of `data`, as FitOptions::steps_per_epoch describes (evaluate
+  // and predict make one per call, so their `steps` are one epoch's). `who` names the model in the warning.
+  class EpochBatches {
+   public:
+    EpochBatches(const data::Dataset& data, std::optional<std::int64_t> steps, std::string who);
+    // Starts an epoch; returns whether it starts a new pass over the data.
+    bool begin_epoch();
+    // The epoch's next batch, or nullopt when the epoch is over.
+    std::optional<data::Element> next();
+
+   private:
+    void ran_out();
+    const data::Dataset& data_;
+    std::optional<std::int64_t> steps_;
+    Index cardinality_;
+    std::string who_;
+    std::unique_ptr<data::Iterator> it_;
+    std::int64_t seen_ = 0;  // batches taken from it_
+    std::int64_t step_ = 0;  // batches of this epoch
+    bool warned_ = false;
+  };
   // Readies the callbacks of a fit, evaluate or predict: a progress bar on the chief when `verbose`, then `last`
   // (fit's History), and every callback given the model and the run's params.
   void start_callbacks(std::vector<callbacks::CallbackPtr>& cbs, int verbose, int epochs, std::int64_t steps,
                        callbacks::CallbackPtr last = nullptr);
-  // The epoch driver: runs `mode` on batches from `it` until `steps` have run (every batch when unset), calling
-  // the mode's batch hooks of `cbs` around each. With `restart` (fit with steps_per_epoch), an exhausted
-  // iterator is made again from `data` once per exhaustion. Returns the number of batches run.
-  std::int64_t run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
-                         std::optional<std::int64_t> steps, bool restart,
-                         const std::vector<callbacks::CallbackPtr>& cbs);
+  // The epoch driver: runs `mode` on the epoch's batches (begin_epoch() called), calling the mode's batch hooks of
+  // `cbs` around each. Returns the number of batches run.
+  std::int64_t run_epoch(Mode mode, EpochBatches& batches, const std::vector<callbacks::CallbackPtr>& cbs);
   // The step driver: forward on every replica (or the model's own plan) and, but for predict, the loss, the
   // metrics and, for training, backward and one optimizer update. predict appends the outputs to predictions_.
   void step(const data::Element& batch, Mode mode);
@@ -269,6 +296,7 @@ class TrainingLoop {
   std::vector<std::string> output_names_;
   std::map<int, double> class_weight_;  // during fit: its class_weight
   int class_weight_version_ = 0;
+  bool warned_no_trainable_ = false;  // the warning for training a model without trainable weights, given once
   // Every device's loss sums (backend ops add into them each step; logs() reads them), and the examples counted.
   std::vector<std::pair<Device, losses::detail::DeviceDoubles>> loss_sums_;
   double loss_count_ = 0;

@@ -6,7 +6,8 @@ Install and run (from the repository root; any machine, CPU only):
     python3 -m pip install tensorflow-cpu keras          # Keras 3 on the TensorFlow backend
     python3 tests/reference/make_training_loop_fixtures.py   # rewrites tests/reference/training/loop.json
 
-The C++ test tests/training/training_loop_test.cpp reads the file. Every model has fixed weights (given in the
+The C++ tests tests/training/training_loop_test.cpp and tests/models/training_test.cpp (validation_split) read
+the file. Every model has fixed weights (given in the
 file) and the optimizer SGD(learning_rate=0), so every loss and metric is that of the given weights. Cases
 (the "cases" list; each has a "name"):
 

@@ -1,6 +1,7 @@
 // fit, evaluate and predict run through one epoch driver and one step driver (api/training/training_loop.h):
 // the same staging of inputs, the same batch hooks per mode, the same stop at `steps`. What Keras' loop does
-// around the steps (class and sample weights) is compared with tests/reference/training/loop.json, written by
+// around the steps (class and sample weights, steps_per_epoch, initial_epoch, on_train_end's logs, a model
+// without trainable weights) is compared with tests/reference/training/loop.json, written by
 // tests/reference/make_training_loop_fixtures.py with Keras itself.
 #include <gtest/gtest.h>
 
@@ -275,6 +276,103 @@ TEST(TrainingLoop, OnlyWeightedMetricsTakeSampleWeights) {
   EXPECT_NEAR(*logs.get("binary_accuracy"), c.at("evaluate").at("binary_accuracy").as_double(), 1e-6);
   EXPECT_NEAR(*logs.get("weighted_binary_accuracy"), c.at("evaluate").at("weighted_binary_accuracy").as_double(),
               1e-6);
+}
+
+// Counts the training batches of each epoch, and keeps what on_epoch_end and on_train_end received.
+class EpochBatchCounter : public callbacks::Callback {
+ public:
+  std::vector<std::int64_t> batches;
+  callbacks::Logs last_epoch_logs, train_end_logs;
+  bool train_ended = false;
+  void on_epoch_begin(int, const callbacks::Logs&) override { batches.push_back(0); }
+  void on_train_batch_end(std::int64_t, const callbacks::Logs&) override { ++batches.back(); }
+  void on_epoch_end(int, const callbacks::Logs& l) override { last_epoch_logs = l; }
+  void on_train_end(const callbacks::Logs& l) override {
+    train_ended = true;
+    train_end_logs = l;
+  }
+};
+
+// Keras' EpochIterator: with steps_per_epoch the pass over a finite dataset carries over between epochs, an epoch
+// ends early when the pass ends (known cardinality: after that many batches of the pass), and the next epoch
+// starts a new pass.
+TEST(TrainingLoop, StepsPerEpochFollowsKerasEpochIterator) {
+  const Config doc = testing::read_json_fixture("training/loop.json");
+  int cases = 0;
+  for (const std::string& name : testing::fixture_case_names(doc)) {
+    if (name.rfind("steps_per_epoch_", 0) != 0) continue;
+    ++cases;
+    const Config& c = testing::fixture_case(doc, name);
+    const Index n = c.at("examples").as_int();
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    const Tensor x = Tensor::from_vector(v, {n, 1}), y = Tensor::zeros({n, 1});
+    data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
+    if (c.at("cardinality").as_string() == "unknown")
+      ds = data::Dataset::from_generator([ds] {
+        std::shared_ptr<data::Iterator> it = ds.make_iterator();
+        return data::Dataset::GeneratorFn([it] { return it->next(); });
+      });
+    ds = ds.batch(c.at("batch_size").as_int());
+    Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1})});
+    model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+    auto counter = std::make_shared<EpochBatchCounter>();
+    model.fit(ds, {.epochs = static_cast<int>(c.at("epochs").as_int()), .verbose = 0, .callbacks = {counter},
+                   .steps_per_epoch = c.at("steps_per_epoch").as_int()});
+    std::vector<std::int64_t> keras;
+    for (const Config& b : c.at("batches").as_list()) keras.push_back(b.as_int());
+    EXPECT_EQ(counter->batches, keras) << name;
+  }
+  EXPECT_EQ(cases, 8);
+}
+
+TEST(TrainingLoop, InitialEpochPastEpochsRunsNoEpoch) {
+  const Config& c = loop_case("initial_epoch");
+  Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1})});
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+  auto counter = std::make_shared<EpochBatchCounter>();
+  const callbacks::History h = model.fit(inputs(10).slice(0, 10), Tensor::zeros({10, 1}),
+                                         {.epochs = 2, .verbose = 0, .callbacks = {counter}, .initial_epoch = 3});
+  EXPECT_EQ(h.keys().size(), c.at("history").size());
+  EXPECT_EQ(h.epoch().size(), c.at("epochs").size());
+  EXPECT_TRUE(counter->batches.empty());
+  EXPECT_TRUE(counter->train_ended);
+  EXPECT_EQ(counter->train_end_logs.entries().size(), c.at("train_end_logs").size());
+}
+
+// on_train_end receives the last epoch's logs, the validation's included.
+TEST(TrainingLoop, OnTrainEndGetsTheLastEpochLogs) {
+  const Config& c = loop_case("train_end_logs");
+  Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1})});
+  model.set_weights({Tensor::from_vector(std::vector<float>{0.5f}, {1, 1}), Tensor::from_vector(std::vector<float>{0.25f}, {1})});
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+  const Tensor x = testing::fixture_tensor(c.at("x")), y = testing::fixture_tensor(c.at("y"));
+  auto counter = std::make_shared<EpochBatchCounter>();
+  model.fit(x, y, {.epochs = 2, .verbose = 0, .callbacks = {counter},
+                   .validation_data = data::Dataset::from_tensor_slices({x, y}).batch(32)});
+  expect_logs_near(counter->train_end_logs, c.at("train_end_logs"), "on_train_end");
+  expect_logs_near(counter->last_epoch_logs, c.at("last_epoch_logs"), "the last on_epoch_end");
+}
+
+// Keras warns and trains a model without trainable weights: the loss is computed, BatchNormalization's moving
+// statistics move, the optimizer makes no step.
+TEST(TrainingLoop, AModelWithoutTrainableWeightsTrains) {
+  const Config& c = loop_case("no_trainable");
+  Sequential model({InputLayer({.shape = {3}}), layers::BatchNormalization({.center = false, .scale = false})});
+  model.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  ASSERT_TRUE(model.trainable_weights().empty());
+  const Tensor x = testing::fixture_tensor(c.at("x")), y = testing::fixture_tensor(c.at("y"));
+  const callbacks::History h = model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false});
+  expect_history_near(h, c.at("history"), "fit");
+  EXPECT_EQ(model.optimizer()->iterations(), c.at("iterations").as_int());
+  const std::vector<Tensor> w = model.get_weights();
+  ASSERT_EQ(w.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<float> got = w[static_cast<std::size_t>(k)].to_vector();
+    const std::vector<float> want = testing::fixture_tensor(c.at(k == 0 ? "moving_mean" : "moving_variance")).to_vector();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << k << " " << i;
+  }
 }
 
 }  // namespace
