@@ -96,7 +96,9 @@ class TrainingLoop {
   bool compiled() const { return optimizer_ != nullptr; }
 
   // fit, evaluate, train_on_batch and test_on_batch throw std::logic_error ("... call compile() first") before
-  // compile().
+  // compile(). on_train_end receives the last epoch's logs (empty when no epoch ran). A model without trainable
+  // weights trains as in Keras: a warning on standard error, then the losses, the metrics and the layers'
+  // statistics (BatchNormalization's) as usual, and no optimizer step.
   callbacks::History fit(const data::Dataset& train, const FitOptions& options);
   // With fit_callbacks (validation inside fit), those callbacks see the test hooks and no progress bar is added.
   callbacks::Logs evaluate(const data::Dataset& data, const EvaluateOptions& options,
