@@ -460,14 +460,16 @@ Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
 // ---- training: the loop is training/training_loop.cpp ---------------------------------------------------
 
 void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                        std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+                        std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                        std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
   require_graph("compile()");
   if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
     distribution_ = std::move(d);
     replicas_.reset();
     replicas_made_ = false;
   }
-  training_loop_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+  training_loop_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights),
+                          std::move(weighted_metrics));
 }
 
 std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictOptions& options) {
@@ -535,13 +537,16 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   return *slot;
 }
 
-void Model::compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics) {
-  impl_->compile(std::move(optimizer), {std::move(loss)}, {std::move(metrics)}, {});
+void Model::compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics,
+                    std::vector<metrics::MetricPtr> weighted_metrics) {
+  impl_->compile(std::move(optimizer), {std::move(loss)}, {std::move(metrics)}, {}, {std::move(weighted_metrics)});
 }
 
 void Model::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                    std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
-  impl_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights));
+                    std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                    std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
+  impl_->compile(std::move(optimizer), std::move(losses), std::move(metrics), std::move(loss_weights),
+                 std::move(weighted_metrics));
 }
 
 callbacks::History Model::fit(const data::Dataset& data, int epochs) {
@@ -562,14 +567,22 @@ callbacks::History Model::fit(const Tensor& x, const Tensor& y, FitOptions optio
     throw std::invalid_argument("Model '" + name() + "': validation_split must be in [0, 1), got " +
                                 std::to_string(options.validation_split));
   Tensor xt = x, yt = y;
-  if (options.validation_split > 0) {
+  if (options.validation_split > 0 && !options.validation_data) {
+    // Keras' train_validation_split: the first floor(n * (1 - validation_split)) examples train.
     const Index n = x.dim(0);
-    const Index split = n - static_cast<Index>(static_cast<double>(n) * options.validation_split);
+    const auto split = static_cast<Index>(static_cast<double>(n) * (1.0 - options.validation_split));
+    if (split == 0 || split == n)
+      throw std::invalid_argument("Model '" + name() + "': fit(): the training data contains " + std::to_string(n) +
+                                  " examples, which is not sufficient to split it into a validation and training "
+                                  "set as specified by validation_split = " +
+                                  std::to_string(options.validation_split) +
+                                  ". Either provide more data, or a different value for validation_split");
     xt = x.slice(0, split);
     yt = y.slice(0, split);
     options.validation_data =
         data::Dataset::from_tensor_slices({x.slice(split, n), y.slice(split, n)}).batch(options.batch_size);
   }
+  options.validation_split = 0;  // done here: the loop refuses it for a Dataset
   data::Dataset ds = data::Dataset::from_tensor_slices({xt, yt});
   if (options.shuffle) ds = ds.shuffle(xt.dim(0));
   return impl_->training_loop().fit(ds.batch(options.batch_size), options);

@@ -53,8 +53,10 @@ class ModelImpl : public Layer {
   void summary(std::ostream& os, int line_length = 0) const;
 
   // ---- training (see training/training_loop.h) ----
+  // Per output, `metrics` ignore sample weights and `weighted_metrics` take them (Keras; see TrainingLoop::compile).
   void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+               std::vector<std::vector<metrics::MetricPtr>> weighted_metrics = {});
   bool compiled() const { return training_loop_->compiled(); }
   // The model's fit / evaluate / predict loop; fit and evaluate throw std::logic_error before compile().
   detail::TrainingLoop& training_loop() const { return *training_loop_; }
@@ -207,13 +209,18 @@ class Model {
   void set_trainable(bool trainable) { impl_->set_trainable(trainable); }
 
   // ---- training ----
-  void compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics = {});
+  // Keras' compile: `metrics` are updated without sample weights, `weighted_metrics` with the batch's sample
+  // weights (and fit's class weights); a weighted metric named like a metric is logged as "weighted_<name>".
+  void compile(optimizers::OptimizerPtr optimizer, losses::LossPtr loss, std::vector<metrics::MetricPtr> metrics = {},
+               std::vector<metrics::MetricPtr> weighted_metrics = {});
   void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-               std::vector<std::vector<metrics::MetricPtr>> metrics = {}, std::vector<double> loss_weights = {});
+               std::vector<std::vector<metrics::MetricPtr>> metrics = {}, std::vector<double> loss_weights = {},
+               std::vector<std::vector<metrics::MetricPtr>> weighted_metrics = {});
   // A batched Dataset whose elements are (inputs..., targets..., [sample_weight]).
   callbacks::History fit(const data::Dataset& data, int epochs);
   callbacks::History fit(const data::Dataset& data, FitOptions options = {});
-  // Tensors: batched by options.batch_size, shuffled each epoch unless options.shuffle is false.
+  // Tensors: batched by options.batch_size, shuffled each epoch unless options.shuffle is false; options.
+  // validation_split as FitOptions describes.
   callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   callbacks::Logs evaluate(const data::Dataset& data, EvaluateOptions options = {});
   callbacks::Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});

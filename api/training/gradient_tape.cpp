@@ -7,6 +7,7 @@
 #include "api/backend/backend.h"
 #include "api/losses/device_doubles.h"
 #include "api/models/model.h"
+#include "api/training/training_loop.h"
 
 namespace tower {
 
@@ -164,8 +165,15 @@ std::vector<Tensor> GradientTape::call(Plan& plan, const std::vector<Tensor>& in
   const Device device = plan.options().device;
   std::vector<Tensor> staged;
   for (int i = 0; i < plan.num_inputs(); ++i) {
-    const Tensor& x = inputs[static_cast<std::size_t>(i)];
-    require_float32("call", x, ("input " + std::to_string(i)).c_str());
+    Tensor x = inputs[static_cast<std::size_t>(i)];
+    if (!x.defined()) throw std::invalid_argument(where("call") + "input " + std::to_string(i) + " is an undefined tensor");
+    if (x.dtype() != DType::float32) {
+      // Converted on the host, as fit stages such inputs.
+      Tensor converted, host;
+      detail::Landing unused;
+      detail::stage_float32(x, converted, Device::cpu(), host, unused);
+      x = converted;
+    }
     staged.push_back(x.device() == device ? x : x.to(device));
     plan.set_input(i, staged.back());
   }

@@ -99,6 +99,7 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
   model_.resume_epoch = -1;
   // After on_train_begin, which may restore weights (BackupAndRestore): the parameter servers start from them.
   remote.begin();
+  Logs last_logs;  // on_train_end's: the last epoch's (Keras)
   try {
     for (int epoch = first_epoch; epoch < options.epochs && !model_.stop_training; ++epoch) {
       each([&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, Logs()); });
@@ -128,13 +129,14 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
       }
       each([&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
       each([&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
+      last_logs = epoch_logs;
     }
   } catch (...) {
     remote.end();
     throw;
   }
   remote.end();
-  each([](callbacks::Callback& cb) { cb.on_train_end(Logs()); });
+  each([&](callbacks::Callback& cb) { cb.on_train_end(last_logs); });
   return *history;
 }
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <map>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -54,8 +56,9 @@ void land(const Tensor& host, Tensor& dst, Landing& landing) {
   landing.free->record();
 }
 
-// dst = src as float32 on `device` (remade when its shape or device differs). Other dtypes are converted on the
-// host: in `host` when the destination is a GPU. Host inputs reach a GPU through `landing` (land()).
+}  // namespace
+
+// Host inputs reach a GPU through `landing` (land()).
 void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, Landing& landing) {
   if (!dst.defined() || dst.shape() != src.shape() || dst.device() != device)
     dst = Tensor(src.shape(), DType::float32, device);
@@ -89,6 +92,8 @@ void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, 
   }
   if (!device.is_cpu()) land(host, dst, landing);
 }
+
+namespace {
 
 // Calls fn(replica, plan) for the training plans of global batches of n: the model's own plan (replica -1), or
 // each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.
@@ -135,7 +140,8 @@ void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
 }
 
 void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-                           std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights) {
+                           std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+                           std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
   const std::size_t outputs = model_.outputs().size();
   const std::string who = "Model '" + model_.name() + "': compile(): ";
   if (!optimizer) throw std::invalid_argument(who + "no optimizer");
@@ -145,18 +151,25 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
                                 " outputs");
   for (const auto& l : losses)
     if (!l) throw std::invalid_argument(who + "a loss is null");
-  if (metrics.empty()) metrics.resize(outputs);
-  if (metrics.size() == 1 && outputs > 1) {
-    // The same metrics on every output, each output with its own instances.
-    for (std::size_t o = 1; o < outputs; ++o) {
-      std::vector<metrics::MetricPtr> copy;
-      for (const auto& m : metrics[0]) copy.push_back(m->clone());
-      metrics.push_back(copy);
+  const auto per_output = [&](std::vector<std::vector<metrics::MetricPtr>>& list, const char* what) {
+    if (list.empty()) list.resize(outputs);
+    if (list.size() == 1 && outputs > 1) {
+      // The same metrics on every output, each output with its own instances.
+      for (std::size_t o = 1; o < outputs; ++o) {
+        std::vector<metrics::MetricPtr> copy;
+        for (const auto& m : list[0]) copy.push_back(m->clone());
+        list.push_back(copy);
+      }
     }
-  }
-  if (metrics.size() != outputs)
-    throw std::invalid_argument(who + "metrics for " + std::to_string(metrics.size()) + " outputs, the model has " +
-                                std::to_string(outputs));
+    if (list.size() != outputs)
+      throw std::invalid_argument(who + what + " for " + std::to_string(list.size()) + " outputs, the model has " +
+                                  std::to_string(outputs));
+    for (const auto& ms : list)
+      for (const auto& m : ms)
+        if (!m) throw std::invalid_argument(who + "a metric of " + what + " is null");
+  };
+  per_output(metrics, "metrics");
+  per_output(weighted_metrics, "weighted_metrics");
   if (loss_weights.empty()) loss_weights.assign(outputs, 1.0);
   if (loss_weights.size() != outputs)
     throw std::invalid_argument(who + std::to_string(loss_weights.size()) + " loss weights for " +
@@ -164,6 +177,7 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
   optimizer_ = std::move(optimizer);
   losses_ = std::move(losses);
   metrics_ = std::move(metrics);
+  weighted_metrics_ = std::move(weighted_metrics);
   loss_weights_ = std::move(loss_weights);
   output_names_.clear();
   for (const SymbolicTensor& t : model_.outputs()) output_names_.push_back(t.layer().name());
@@ -183,8 +197,9 @@ void TrainingLoop::require_compiled(const char* what) const {
 void TrainingLoop::reset_metrics() {
   loss_count_ = 0;
   for (auto& [device, sums] : loss_sums_) sums.zero();
-  for (auto& ms : metrics_)
-    for (auto& m : ms) m->reset_state();
+  for (auto* list : {&metrics_, &weighted_metrics_})
+    for (auto& ms : *list)
+      for (auto& m : ms) m->reset_state();
 }
 
 losses::detail::DeviceDoubles& TrainingLoop::loss_sums(Device device) {
@@ -206,14 +221,20 @@ Logs TrainingLoop::logs() const {
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
-  // Keras' names: a metric name met before gets "_1", "_2", ... (two outputs of one layer, a metric given twice).
-  std::map<std::string, int> used;
-  for (std::size_t o = 0; o < metrics_.size(); ++o)
-    for (const auto& m : metrics_[o]) {
-      std::string key = several ? output_names_[o] + "_" + m->name() : m->name();
-      if (const int n = used[key]++; n > 0) key += "_" + std::to_string(n);
-      logs.set(key, m->result());
+  // Keras' CompileMetrics.result(): how many times each name is taken so far.
+  std::map<std::string, int> taken;
+  for (const bool weighted : {false, true}) {
+    const auto& list = weighted ? weighted_metrics_ : metrics_;
+    for (std::size_t o = 0; o < list.size(); ++o) {
+      const std::string prefix = several ? output_names_[o] + "_" : "";
+      for (const auto& m : list[o]) {
+        std::string name = prefix + m->name();
+        if (taken.count(name) && weighted) name = prefix + "weighted_" + m->name();
+        if (int& count = taken[name]; count++ > 0) name += "_" + std::to_string(count - 1);
+        logs.set(name, m->result());
+      }
     }
+  }
   return logs;
 }
 
@@ -280,18 +301,20 @@ void TrainingLoop::stage_class_weights(LossInputs& in, Device device) const {
 }
 
 void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end,
-                                     Device device, bool copy) const {
+                                     Device device, bool training, bool copy) const {
   const std::size_t ni = model_.inputs().size(), no = model_.outputs().size();
   const bool whole = begin == 0 && end == batch[0].dim(0);
   const auto rows = [&](const Tensor& t) { return whole ? t : t.slice(begin, end); };
   in.targets.resize(no);
   in.staged_targets.resize(no);
   in.weights.resize(no);
+  in.metric_weights.resize(no);
   in.sample_weight =
       batch.size() > ni + no ? on_device(rows(batch[ni + no]), device, in.staged_sample_weight) : Tensor();
   stage_class_weights(in, device);
   const Index examples = end - begin;
-  const bool weighted = in.class_ids.defined();
+  // Keras turns class_weight into the sample weights of fit's training data only.
+  const bool weighted = training && in.class_ids.defined();
   for (std::size_t o = 0; o < no; ++o) {
     in.targets[o] = on_device(rows(batch[ni + o]), device, in.staged_targets[o], copy);
     losses::detail::DeviceDoubles& w = in.weights[o];
@@ -305,6 +328,13 @@ void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch,
                                          .class_weights = weighted ? in.class_weights.data() : nullptr,
                                          .num_classes_weighted = weighted ? in.class_ids.numel() : 0};
     backend::get(device).example_weights(p, w.data());
+    Tensor& mw = in.metric_weights[o];
+    if (!weighted || weighted_metrics_[o].empty()) {
+      mw = Tensor();
+      continue;
+    }
+    if (!mw.defined() || mw.numel() != examples || mw.device() != device) mw = Tensor(Shape{examples}, DType::float32, device);
+    backend::get(device).loss_scale(w.data(), examples, 1, 1.0, mw.data<float>());
   }
 }
 
@@ -329,7 +359,8 @@ void TrainingLoop::replica_step(ReplicaSlot& slot, const data::Element& batch, I
   plan.forward();
   if (mode == Mode::predict) return;
   check_host_targets(slot, batch, n);
-  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device,
+                    mode == Mode::train);
   losses_and_backward(slot, n, mode);
 }
 
@@ -434,7 +465,7 @@ void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& ba
   // (Dropout's seeds) drawn and uploaded, exactly as an eager forward would draw them.
   stage_inputs(slot, batch, n, true);
   check_host_targets(slot, batch, n);
-  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true);
+  stage_loss_inputs(slot.buffers->loss_inputs, batch, slot.begin, slot.end, plan.options().device, true, true);
   plan.refresh_step_values();
   // The penalties read the weights before the update, which is in the graph.
   const std::vector<VariablePtr>& variables = plan.trainable_weights();
@@ -481,7 +512,7 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
       for (std::size_t r = 0; r < locals; ++r)
         parts_[r] = slots_[r].buffers ? slots_[r].buffers->per_example[o] : Tensor();
       replicas.gather(n, parts_, g.per_example[o]);
-      if (metrics_[o].empty()) continue;
+      if (metrics_[o].empty() && weighted_metrics_[o].empty()) continue;
     }
     for (std::size_t r = 0; r < locals; ++r)
       parts_[r] = slots_[r].plan ? slots_[r].plan->output(static_cast<int>(o)) : Tensor();
@@ -508,7 +539,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   bool graphed = false;  // penalties and update done in the (captured) step
   if (replicas) {
     Gathered& g = distributed_step(*replicas, batch, mode);
-    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device());
+    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device(), training);
     per_example = &g.per_example;
     in = &g.loss_inputs;
     y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
@@ -516,7 +547,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     plan = &model_.plan_for(n, training);
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
-    StepCapturer* capturer = training ? step_capturer(*plan) : nullptr;
+    StepCapturer* capturer = training && !plan->trainable_weights().empty() ? step_capturer(*plan) : nullptr;
     graphed = capturer != nullptr;
     if (graphed) graphed_train_step(slot, batch, n, *capturer);
     else replica_step(slot, batch, n, mode);
@@ -544,10 +575,18 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per, examples / static_cast<double>(values), sums + 1 + o);
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per,
                                loss_weights_[o] * examples / static_cast<double>(values), sums);
-    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o), in->sample_weight);
+    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o));
+    const Tensor& mw = in->metric_weights[o].defined() ? in->metric_weights[o] : in->sample_weight;
+    for (const auto& m : weighted_metrics_[o]) m->update_state(in->targets[o], y_pred(o), mw);
   }
 
-  if (training && !graphed) {
+  if (training && trainable.empty()) {
+    // Keras warns and trains on: the forward in training mode still moves BatchNormalization's statistics.
+    if (!warned_no_trainable_)
+      std::cerr << "Warning: model '" << model_.name() << "' does not have any trainable weights.\n";
+    warned_no_trainable_ = true;
+    if (replicas) replicas->after_update();
+  } else if (training && !graphed) {
     const std::vector<Tensor>& grads = replicas ? replicas->gradients() : plan->weight_grads();
     auto update = [](const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
                      optimizers::Optimizer& optimizer) {
@@ -564,19 +603,46 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   loss_count_ += examples;
 }
 
-std::int64_t TrainingLoop::run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
-                                     std::optional<std::int64_t> steps, bool restart, const std::vector<CallbackPtr>& cbs) {
+TrainingLoop::EpochBatches::EpochBatches(const data::Dataset& data, std::optional<std::int64_t> steps, std::string who)
+    : data_(data), steps_(steps), cardinality_(data.cardinality()), who_(std::move(who)) {}
+
+bool TrainingLoop::EpochBatches::begin_epoch() {
+  step_ = 0;
+  if (it_ && steps_ && (cardinality_ < 0 || seen_ < cardinality_)) return false;
+  it_ = data_.make_iterator();
+  seen_ = 0;
+  return true;
+}
+
+std::optional<data::Element> TrainingLoop::EpochBatches::next() {
+  if (!it_ || (steps_ && step_ >= *steps_)) return std::nullopt;
+  if (cardinality_ >= 0 && seen_ >= cardinality_) {
+    ran_out();
+    return std::nullopt;
+  }
+  std::optional<data::Element> batch = it_->next();
+  if (!batch) {
+    ran_out();
+    it_.reset();
+    return std::nullopt;
+  }
+  ++seen_;
+  ++step_;
+  return batch;
+}
+
+void TrainingLoop::EpochBatches::ran_out() {
+  // A pass that ends without steps is simply the epoch's end.
+  if (!steps_ || warned_) return;
+  warned_ = true;
+  std::cerr << "Warning: " << who_ << ": the input ran out of data; interrupting the epoch. Make sure that the "
+            << "dataset can generate the batches asked for (at least steps_per_epoch * epochs in fit(); "
+            << "Dataset::repeat() makes it endless).\n";
+}
+
+std::int64_t TrainingLoop::run_epoch(Mode mode, EpochBatches& batches, const std::vector<CallbackPtr>& cbs) {
   std::int64_t s = 0;
-  bool restarted = false;
-  while (!steps || s < *steps) {
-    std::optional<data::Element> batch = it->next();
-    if (!batch) {
-      if (!restart || restarted) break;
-      it = data.make_iterator();
-      restarted = true;
-      continue;
-    }
-    restarted = false;
+  while (std::optional<data::Element> batch = batches.next()) {
     each(cbs, [&](callbacks::Callback& cb) {
       if (mode == Mode::train) cb.on_train_batch_begin(s, Logs());
       else if (mode == Mode::test) cb.on_test_batch_begin(s, Logs());
@@ -672,7 +738,8 @@ void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::
     const Device device = y_pred[o].device();
     const Tensor t = y_true[o].device() == device ? y_true[o] : y_true[o].to(device);
     const Tensor w = !sample_weight.defined() || sample_weight.device() == device ? sample_weight : sample_weight.to(device);
-    for (const auto& m : metrics_[o]) m->update_state(t, y_pred[o], w);
+    for (const auto& m : metrics_[o]) m->update_state(t, y_pred[o]);
+    for (const auto& m : weighted_metrics_[o]) m->update_state(t, y_pred[o], w);
   }
 }
 
@@ -686,8 +753,9 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
   }
   reset_metrics();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_begin(Logs()); });
-  auto it = data.make_iterator();
-  if (run_epoch(Mode::test, data, it, options.steps, false, cbs) == 0)
+  EpochBatches batches(data, options.steps, "Model '" + model_.name() + "': evaluate()");
+  batches.begin_epoch();
+  if (run_epoch(Mode::test, batches, cbs) == 0)
     throw std::invalid_argument("Model '" + model_.name() + "': evaluate() got no batches");
   Logs result = logs();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_test_end(result); });
@@ -700,8 +768,9 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
   sync_replicas();
   predictions_.assign(model_.outputs().size(), {});
-  auto it = data.make_iterator();
-  run_epoch(Mode::predict, data, it, options.steps, false, cbs);
+  EpochBatches batches(data, options.steps, "Model '" + model_.name() + "': predict()");
+  batches.begin_epoch();
+  run_epoch(Mode::predict, batches, cbs);
   std::vector<Tensor> result;
   for (std::size_t o = 0; o < predictions_.size(); ++o) {
     Index total = 0;
@@ -721,9 +790,23 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
 
 callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) try {
   require_compiled("fit()");
-  if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs)
+  if (options.epochs < 0 || options.initial_epoch < 0)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
-                                " and initial_epoch " + std::to_string(options.initial_epoch) + " do not fit");
+                                " and initial_epoch " + std::to_string(options.initial_epoch) + " must not be negative");
+  if (options.validation_split != 0 && !options.validation_data)
+    throw std::invalid_argument("Model '" + model_.name() + "': fit(): validation_split is only supported for tensors "
+                                "(fit(x, y)); for a Dataset, pass validation_data");
+  if (options.steps_per_epoch && *options.steps_per_epoch <= 0)
+    throw std::invalid_argument("Model '" + model_.name() + "': fit(): steps_per_epoch must be positive, got " +
+                                std::to_string(*options.steps_per_epoch));
+  // The class weights of this fit's training batches, dropped when it ends.
+  struct ClassWeights {
+    TrainingLoop& loop;
+    ~ClassWeights() {
+      loop.class_weight_.clear();
+      ++loop.class_weight_version_;
+    }
+  } const class_weights{*this};
   class_weight_ = options.class_weight;
   ++class_weight_version_;
   if (Replicas* replicas = model_.distribution() ? model_.replicas() : nullptr)
@@ -737,14 +820,15 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   sync_replicas();
   const int first_epoch = model_.resume_epoch >= 0 ? model_.resume_epoch : options.initial_epoch;
   model_.resume_epoch = -1;
-  std::unique_ptr<data::Iterator> it;
+  EpochBatches batches(train, options.steps_per_epoch, "Model '" + model_.name() + "': fit()");
+  Logs last_logs;  // on_train_end's: the last epoch's (Keras)
   for (int epoch = first_epoch; epoch < options.epochs && !model_.stop_training; ++epoch) {
     reset_metrics();
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, Logs()); });
-    // With steps_per_epoch the iterator carries over between epochs, restarting when the data runs out.
-    if (!it || !options.steps_per_epoch) it = train.make_iterator();
-    const bool restart = options.steps_per_epoch.has_value();
-    if (run_epoch(Mode::train, train, it, options.steps_per_epoch, restart, cbs) == 0)
+    // An epoch that finds a carried-over pass already at its end has no batches, as in Keras; a new pass must
+    // have some.
+    const bool new_pass = batches.begin_epoch();
+    if (run_epoch(Mode::train, batches, cbs) == 0 && new_pass)
       throw std::invalid_argument("Model '" + model_.name() + "': fit() got no training batches");
     Logs epoch_logs = logs();
     if (options.validation_data && (epoch + 1) % std::max(1, options.validation_freq) == 0) {
@@ -756,8 +840,9 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
     }
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
+    last_logs = epoch_logs;
   }
-  each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(Logs()); });
+  each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(last_logs); });
   return *history;
 } catch (const std::exception& e) {
   if (auto* handler = dynamic_cast<FitFailureHandler*>(model_.distribution().get())) handler->fit_failed(e.what());

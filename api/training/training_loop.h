@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,11 +33,21 @@ struct FitOptions {
   Index batch_size = 32;  // for tensor inputs; a Dataset brings its own batches
   int verbose = 1;        // 0 silent, 1 progress bar, 2 one line per epoch
   std::vector<callbacks::CallbackPtr> callbacks;
-  double validation_split = 0.0;  // for tensor inputs: the last fraction, taken before shuffling
+  // For tensor inputs (Model::fit(x, y)): the examples from int(n * (1 - validation_split)) on, taken before
+  // shuffling, validate (Keras' split); ignored when validation_data is given. fit throws std::invalid_argument
+  // before training when the split leaves no training or no validation example, and for a Dataset.
+  double validation_split = 0.0;
   std::optional<data::Dataset> validation_data;  // batched
   bool shuffle = true;           // for tensor inputs
+  // Weighs the loss (and weighted_metrics) of this fit's training batches by each example's class; neither its
+  // validation nor a later evaluate (Keras).
   std::map<int, double> class_weight;
+  // Epochs initial_epoch .. epochs - 1 run: none when initial_epoch >= epochs (an empty History).
   int initial_epoch = 0;
+  // As Keras' EpochIterator: without it every epoch is a pass over the data. With it, a pass carries over between
+  // epochs: an epoch ends after steps_per_epoch batches or where the pass ends (a warning on standard error then
+  // says that the input ran out), and the epoch after a pass ended starts a new one. A dataset of known
+  // cardinality ends its pass after that many batches; one that repeats never ends.
   std::optional<std::int64_t> steps_per_epoch;
   std::optional<std::int64_t> validation_steps;
   int validation_freq = 1;
@@ -65,19 +76,29 @@ struct Landing {
   std::unique_ptr<WorkMarker> free;
 };
 
+// dst = src as float32 on `device` (remade when its shape or device differs), as fit stages its inputs. Other
+// dtypes are converted on the host: in `host` when the destination is a GPU. Host inputs reach a GPU through
+// `landing`, whose buffer the upload reuses from step to step.
+void stage_float32(const Tensor& src, Tensor& dst, Device device, Tensor& host, Landing& landing);
+
 class TrainingLoop {
  public:
   // The loop of `model`, which outlives it. Until compile(), only predict() runs.
   explicit TrainingLoop(ModelImpl& model);
 
-  // Throws std::invalid_argument naming the model for a missing optimizer or loss, or counts of losses, metrics
-  // or loss weights that do not match the outputs.
+  // Per output, `metrics` are updated without sample weights and `weighted_metrics` with the batch's sample
+  // weights (times fit's class weights in training), as Keras' compile. Throws std::invalid_argument naming the
+  // model for a missing optimizer or loss, or counts of losses, metrics or loss weights that do not match the
+  // outputs.
   void compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
-               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights);
+               std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
+               std::vector<std::vector<metrics::MetricPtr>> weighted_metrics = {});
   bool compiled() const { return optimizer_ != nullptr; }
 
   // fit, evaluate, train_on_batch and test_on_batch throw std::logic_error ("... call compile() first") before
-  // compile().
+  // compile(). on_train_end receives the last epoch's logs (empty when no epoch ran). A model without trainable
+  // weights trains as in Keras: a warning on standard error, then the losses, the metrics and the layers'
+  // statistics (BatchNormalization's) as usual, and no optimizer step.
   callbacks::History fit(const data::Dataset& train, const FitOptions& options);
   // With fit_callbacks (validation inside fit), those callbacks see the test hooks and no progress bar is added.
   callbacks::Logs evaluate(const data::Dataset& data, const EvaluateOptions& options,
@@ -94,8 +115,8 @@ class TrainingLoop {
   void default_test_step(const data::Element& batch);
   // For custom steps: adds a loss value (one float32 element on any device, the mean over `examples` examples)
   // to the running "loss" the logs report, weighted by `examples`, without reading it back; and updates the
-  // compiled metrics with per-output targets and predictions (targets are copied to the predictions' device when
-  // they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
+  // compiled metrics with per-output targets and predictions, sample_weight going to the weighted_metrics only
+  // (targets are copied to the predictions' device when they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
   // that differs from the model's.
   void track_loss(const Tensor& loss, Index examples);
   void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,
@@ -132,17 +153,22 @@ class TrainingLoop {
   const optimizers::OptimizerPtr& optimizer() const { return optimizer_; }
   const std::vector<losses::LossPtr>& losses() const { return losses_; }
   void reset_metrics();
-  // Current running values: "loss", then per output "<output>_loss" (several outputs), then metrics.
+  // Current running values: "loss", then per output "<output>_loss" (several outputs), then the metrics, then the
+  // weighted metrics, named as Keras names them: "<output>_<name>" with several outputs, a repeated name gets
+  // "_1", "_2", ..., and a weighted metric whose name is taken gets "weighted_<name>".
   callbacks::Logs logs() const;
 
  private:
   enum class Mode { train, test, predict };
   // Rows of a batch as the losses and metrics read them on one device: the targets and sample weights (copied
-  // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight).
+  // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight,
+  // the class weights of a training batch only) and, where class weights apply and the output has weighted
+  // metrics, those weights as float32 [N] for the metrics (else undefined: they read sample_weight).
   struct LossInputs {
     std::vector<Tensor> targets, staged_targets;
     Tensor sample_weight, staged_sample_weight;
     std::vector<losses::detail::DeviceDoubles> weights;
+    std::vector<Tensor> metric_weights;
     Tensor class_ids;  // class_weight_ on the device, as of class_weight_version
     losses::detail::DeviceDoubles class_weights;
     int class_weight_version = -1;
@@ -173,16 +199,34 @@ class TrainingLoop {
   void require_compiled(const char* what) const;
   // Batches per epoch: `steps` when given, else the dataset's cardinality, else -1 (unknown).
   static std::int64_t steps_of(const data::Dataset& data, std::optional<std::int64_t> steps);
+  // Keras' EpochIterator: the batches of each epoch of `data`, as FitOptions::steps_per_epoch describes (evaluate
+  // and predict make one per call, so their `steps` are one epoch's). `who` names the model in the warning.
+  class EpochBatches {
+   public:
+    EpochBatches(const data::Dataset& data, std::optional<std::int64_t> steps, std::string who);
+    // Starts an epoch; returns whether it starts a new pass over the data.
+    bool begin_epoch();
+    // The epoch's next batch, or nullopt when the epoch is over.
+    std::optional<data::Element> next();
+
+   private:
+    void ran_out();
+    const data::Dataset& data_;
+    std::optional<std::int64_t> steps_;
+    Index cardinality_;
+    std::string who_;
+    std::unique_ptr<data::Iterator> it_;
+    std::int64_t seen_ = 0;  // batches taken from it_
+    std::int64_t step_ = 0;  // batches of this epoch
+    bool warned_ = false;
+  };
   // Readies the callbacks of a fit, evaluate or predict: a progress bar on the chief when `verbose`, then `last`
   // (fit's History), and every callback given the model and the run's params.
   void start_callbacks(std::vector<callbacks::CallbackPtr>& cbs, int verbose, int epochs, std::int64_t steps,
                        callbacks::CallbackPtr last = nullptr);
-  // The epoch driver: runs `mode` on batches from `it` until `steps` have run (every batch when unset), calling
-  // the mode's batch hooks of `cbs` around each. With `restart` (fit with steps_per_epoch), an exhausted
-  // iterator is made again from `data` once per exhaustion. Returns the number of batches run.
-  std::int64_t run_epoch(Mode mode, const data::Dataset& data, std::unique_ptr<data::Iterator>& it,
-                         std::optional<std::int64_t> steps, bool restart,
-                         const std::vector<callbacks::CallbackPtr>& cbs);
+  // The epoch driver: runs `mode` on the epoch's batches (begin_epoch() called), calling the mode's batch hooks of
+  // `cbs` around each. Returns the number of batches run.
+  std::int64_t run_epoch(Mode mode, EpochBatches& batches, const std::vector<callbacks::CallbackPtr>& cbs);
   // The step driver: forward on every replica (or the model's own plan) and, but for predict, the loss, the
   // metrics and, for training, backward and one optimizer update. predict appends the outputs to predictions_.
   void step(const data::Element& batch, Mode mode);
@@ -236,9 +280,10 @@ class TrainingLoop {
   void serve_steps(RemoteTraining& remote, const data::Dataset& train);
   StepBuffers& step_buffers(BufferCache& cache, Plan& plan, Mode mode);
   // Stages rows [begin, end) of the batch's targets and sample weights on `device` (copied into the staged
-  // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there.
+  // buffers when they live elsewhere, or always with `copy`) and computes each output's example weights there,
+  // with fit's class weights when `training`.
   void stage_loss_inputs(LossInputs& in, const data::Element& batch, Index begin, Index end, Device device,
-                         bool copy = false) const;
+                         bool training, bool copy = false) const;
   // class_weight_ in `in`, on `device`: copied there when fit() has set new class weights since the last copy.
   void stage_class_weights(LossInputs& in, Device device) const;
   // The loss sums kept on `device`: {sum of the weighted loss, then per output its own} over the examples so far.
@@ -248,11 +293,12 @@ class TrainingLoop {
   ModelImpl& model_;
   optimizers::OptimizerPtr optimizer_;
   std::vector<losses::LossPtr> losses_;
-  std::vector<std::vector<metrics::MetricPtr>> metrics_;
+  std::vector<std::vector<metrics::MetricPtr>> metrics_, weighted_metrics_;
   std::vector<double> loss_weights_;
   std::vector<std::string> output_names_;
-  std::map<int, double> class_weight_;
+  std::map<int, double> class_weight_;  // during fit: its class_weight
   int class_weight_version_ = 0;
+  bool warned_no_trainable_ = false;  // the warning for training a model without trainable weights, given once
   // Every device's loss sums (backend ops add into them each step; logs() reads them), and the examples counted.
   std::vector<std::pair<Device, losses::detail::DeviceDoubles>> loss_sums_;
   double loss_count_ = 0;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -125,6 +126,59 @@ TEST(Training, MultiOutputLossesAreWeightedAndLogged) {
   Tensor t = random_tensor({8, 1}, 5);
   const callbacks::Logs logs = model->training_loop().test_on_batch({x, y, t});
   EXPECT_NEAR(*logs.get("loss"), *logs.get("cls_loss") + 0.5 * *logs.get("reg_loss"), 1e-5);
+}
+
+// Counts the training and validation batches of a fit, and whether training began.
+class BatchCounter : public callbacks::Callback {
+ public:
+  int train = 0, test = 0;
+  bool began = false;
+  void on_train_begin(const callbacks::Logs&) override { began = true; }
+  void on_train_batch_end(std::int64_t, const callbacks::Logs&) override { ++train; }
+  void on_test_batch_end(std::int64_t, const callbacks::Logs&) override { ++test; }
+};
+
+// Keras splits at int(n * (1 - validation_split)) (tests/reference/training/loop.json, case validation_split),
+// refuses before training a split that leaves no training or validation example, and refuses validation_split
+// on a Dataset; validation_data, when given, wins over validation_split.
+TEST(Training, ValidationSplitFollowsKeras) {
+  const Config doc = testing::read_json_fixture("training/loop.json");
+  const Config& c = testing::fixture_case(doc, "validation_split");
+  const Index n = c.at("examples").as_int();
+  Sequential model({InputLayer({.shape = {1}}), layers::Dense({.units = 1})});
+  model.compile(optimizers::SGD(0.0), losses::MeanSquaredError());
+  const Tensor x = random_tensor({n, 1}, 3), y = random_tensor({n, 1}, 4);
+  auto counter = std::make_shared<BatchCounter>();
+  model.fit(x, y, {.epochs = 1, .batch_size = 1, .verbose = 0, .callbacks = {counter},
+                   .validation_split = c.at("validation_split").as_double()});
+  EXPECT_EQ(counter->train, c.at("train_batches").as_int());
+  EXPECT_EQ(counter->test, c.at("validation_batches").as_int());
+
+  for (const auto& [examples, split] : {std::pair<Index, double>{1, 0.5}, {10, 1e-17}}) {
+    counter = std::make_shared<BatchCounter>();
+    try {
+      model.fit(x.slice(0, examples), y.slice(0, examples),
+                {.epochs = 1, .verbose = 0, .callbacks = {counter}, .validation_split = split});
+      FAIL() << examples << " examples, validation_split " << split;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("not sufficient to split"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(counter->began);
+  }
+
+  try {
+    model.fit(data::Dataset::from_tensor_slices({x, y}).batch(2), {.epochs = 1, .verbose = 0, .validation_split = 0.2});
+    FAIL() << "validation_split on a Dataset";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("validation_split is only supported for tensors"), std::string::npos)
+        << e.what();
+  }
+
+  counter = std::make_shared<BatchCounter>();
+  model.fit(x, y, {.epochs = 1, .batch_size = 1, .verbose = 0, .callbacks = {counter}, .validation_split = 0.5,
+                   .validation_data = data::Dataset::from_tensor_slices({x, y}).batch(5)});
+  EXPECT_EQ(counter->train, n);
+  EXPECT_EQ(counter->test, 2);
 }
 
 }  // namespace

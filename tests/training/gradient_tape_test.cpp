@@ -208,6 +208,24 @@ TEST(GradientTape, ErrorsNameTheProblem) {
   EXPECT_TRUE(two.gradient(l, model.trainable_weights())[0].defined());
 }
 
+// Inputs of another dtype are converted to float32, as fit converts them: an int32 batch gives the outputs and
+// gradients of the same values as float32.
+TEST(GradientTape, IntegerInputsAreConvertedLikeFit) {
+  set_random_seed(8);
+  Model model = small_mlp();
+  const std::vector<std::int32_t> ints = {1, -2, 3, 0, 4, -1, 2, 2, -3, 1, 0, 5};
+  const std::vector<float> floats(ints.begin(), ints.end());
+  std::vector<std::vector<float>> outputs, grads;
+  for (const Tensor& x : {Tensor::from_vector(ints, {4, 3}), Tensor::from_vector(floats, {4, 3})}) {
+    GradientTape tape;
+    const Tensor probs = tape.call(model, x);
+    outputs.push_back(probs.to_vector());
+    grads.push_back(tape.gradient(tape.mean(probs), model.trainable_weights())[0].to_vector());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
 TEST(GradientTape, PersistentTapeGivesTheSameGradientsTwice) {
   set_random_seed(7);
   Model model = small_mlp();

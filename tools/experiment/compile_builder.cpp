@@ -19,13 +19,18 @@ void compile_model(const Experiment& experiment, Model& model) {
   } else {
     losses.push_back(from_registry(loss, make_loss));
   }
-  std::vector<metrics::MetricPtr> metrics;
-  const LocatedConfig m = compile["metrics"];
-  for (std::size_t i = 0; i < m.size(); ++i)
-    metrics.push_back(from_registry(m[i], [](const Config& c) { return metrics::metric_from_config(c); }));
+  const auto metric_list = [&](const char* key) {
+    std::vector<metrics::MetricPtr> list;
+    const LocatedConfig m = compile[key];
+    for (std::size_t i = 0; i < m.size(); ++i)
+      list.push_back(from_registry(m[i], [](const Config& c) { return metrics::metric_from_config(c); }));
+    return list;
+  };
+  const std::vector<metrics::MetricPtr> metrics = metric_list("metrics");
+  const std::vector<metrics::MetricPtr> weighted_metrics = metric_list("weighted_metrics");
   std::vector<double> loss_weights;
   if (!compile["loss_weights"].is_null()) loss_weights = compile["loss_weights"].as_number_list();
-  compile.locate([&] { model.compile(optimizer, losses, {metrics}, loss_weights); });
+  compile.locate([&] { model.compile(optimizer, losses, {metrics}, loss_weights, {weighted_metrics}); });
 }
 
 }  // namespace tower::experiment

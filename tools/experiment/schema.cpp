@@ -240,7 +240,7 @@ void check_named_object(const LocatedConfig& c, const std::string& what) {
 void check_compile(Document& doc) {
   const LocatedConfig compile(doc, "compile");
   if (!compile.exists()) LocatedConfig(doc, "").fail("missing required section 'compile'");
-  compile.require_keys({"optimizer", "loss", "metrics", "loss_weights"});
+  compile.require_keys({"optimizer", "loss", "metrics", "weighted_metrics", "loss_weights"});
   compile.require("optimizer");
   compile.require("loss");
   check_named_object(compile["optimizer"], "an optimizer");
@@ -250,10 +250,12 @@ void check_compile(Document& doc) {
   } else {
     check_named_object(loss, "a loss");
   }
-  set_default(doc, "compile.metrics", Config::list());
-  const LocatedConfig metrics = compile["metrics"];
-  metrics.require_list();
-  for (std::size_t i = 0; i < metrics.size(); ++i) check_named_object(metrics[i], "a metric");
+  for (const char* key : {"metrics", "weighted_metrics"}) {
+    set_default(doc, std::string("compile.") + key, Config::list());
+    const LocatedConfig metrics = compile[key];
+    metrics.require_list();
+    for (std::size_t i = 0; i < metrics.size(); ++i) check_named_object(metrics[i], "a metric");
+  }
   if (!compile["loss_weights"].is_null()) compile["loss_weights"].as_number_list();
 }
 

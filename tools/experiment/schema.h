@@ -7,7 +7,7 @@
 //             test_examples, train / validation / test splits, preprocessing, shuffle_buffer, prefetch,
 //             parallel_calls
 //   model     one of: application (+ its options) | layers (+ input_shape) | nodes (+ outputs); name
-//   compile   optimizer, loss, metrics, loss_weights
+//   compile   optimizer, loss, metrics, weighted_metrics, loss_weights
 //   fit       epochs, batch_size_per_replica, steps_per_epoch, verbose, class_weight, validation
 //   strategy  type (default | one_device | mirrored | multi_worker), device, devices, cross_device_ops,
 //             communication
