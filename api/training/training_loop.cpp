@@ -108,7 +108,9 @@ TrainingLoop::TrainingLoop(ModelImpl& model) : model_(model) {}
 std::vector<TrainingLoop::PlanRng> TrainingLoop::plan_rngs() {
   std::vector<PlanRng> out;
   for (Index n : trained_batch_sizes_)
-    for_each_plan(model_, n, [&](int replica, Plan& plan) { out.push_back({n, replica, plan.rng().state()}); });
+    for_each_plan(model_, n, [&](int replica, Plan& plan) {
+      out.push_back({n, replica, plan.step_values().seed(), plan.step_values().steps()});
+    });
   return out;
 }
 
@@ -118,13 +120,15 @@ void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
     for_each_plan(model_, p.batch_size, [&](int replica, Plan& plan) {
       if (replica != p.replica) return;
       found = true;
-      try {
-        plan.rng().set_state(p.state);
-      } catch (const std::invalid_argument& e) {
-        throw std::runtime_error("plan for batches of " + std::to_string(p.batch_size) + ": " + e.what());
-      }
+      // Only the chief writes backups: another worker's plans keep the seeds derived from their global replicas.
+      if (model_.is_chief()) plan.step_values().set_seed(p.seed);
+      plan.step_values().set_steps(p.steps);
     });
-    if (!found)
+    // A replica of this strategy may have no rows in batches of this size on this worker (a short last batch), so
+    // it has no plan to restore; one this strategy lacks is another strategy's.
+    const Replicas* replicas = model_.replicas();
+    const bool known = replicas ? p.replica >= 0 && p.replica < replicas->num_local() : p.replica == -1;
+    if (!found && !known)
       throw std::runtime_error("it was written under another strategy (it has a plan of replica " +
                                std::to_string(p.replica) + "); resume it with the strategy it was trained with");
     if (std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), p.batch_size) ==

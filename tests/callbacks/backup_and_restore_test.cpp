@@ -15,7 +15,9 @@
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
+#include "distribute/mirrored_strategy.h"
 #include "layers/dense.h"
+#include "layers/dropout.h"
 
 namespace tower::callbacks {
 namespace {
@@ -214,6 +216,56 @@ TEST(BackupAndRestore, NeverBacksUpTheNonFiniteWeightsOfADivergedRun) {
   EXPECT_EQ(rest.epoch(), (std::vector<int>{2}));
   EXPECT_TRUE(std::isfinite(rest["loss"].back()));
   fs::remove_all(dir);
+}
+
+// Dense -> Dropout(seed 17) -> Dense -> Dropout (unseeded) -> Dense, compiled in the scope of `strategy` when given.
+Sequential make_dropout_model(std::uint64_t seed, distribute::Strategy* strategy = nullptr) {
+  std::optional<distribute::StrategyScope> scope;
+  if (strategy) scope.emplace(strategy->scope());
+  set_random_seed(seed);
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 16, .activation = "tanh"}),
+                layers::Dropout({.rate = 0.4f, .seed = 17}), layers::Dense({.units = 8, .activation = "tanh"}),
+                layers::Dropout({.rate = 0.3f}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}), losses::MeanSquaredError());
+  return m;
+}
+
+// Fits `make` uninterrupted, then interrupted at epoch 3 and resumed by a fresh model (other initial weights),
+// and expects the same weights, bit for bit.
+template <class Make> void expect_dropout_resume_equals_uninterrupted(Make make) {
+  const auto [x, y] = data();
+  Sequential reference = make(5);
+  reference.fit(x, y, options({}));
+  const fs::path dir = fresh_dir();
+  Sequential interrupted = make(5);
+  auto crash = std::make_shared<LambdaCallback>(LambdaCallbackOptions{.on_epoch_begin = [](int epoch, const Logs&) {
+    if (epoch == 3) throw std::runtime_error("interrupted");
+  }});
+  EXPECT_THROW(interrupted.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string()), crash})),
+               std::runtime_error);
+  Sequential resumed = make(5);
+  resumed.set_weights(make(99).get_weights());
+  History h = resumed.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+  EXPECT_EQ(h.epoch(), (std::vector<int>{3, 4, 5}));
+  const std::vector<Tensor> got = resumed.get_weights(), want = reference.get_weights();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].to_vector(), want[i].to_vector()) << "weight " << i;
+}
+
+// The masks of a seeded Dropout follow the training's steps, which the backup keeps (and an unseeded one's too).
+TEST(BackupAndRestore, SeededDropoutResumesToTheUninterruptedWeights) {
+  expect_dropout_resume_equals_uninterrupted([](std::uint64_t seed) { return make_dropout_model(seed); });
+}
+
+TEST(BackupAndRestore, DropoutUnderASharedReplicaStrategyResumesToTheUninterruptedWeights) {
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  expect_dropout_resume_equals_uninterrupted([&](std::uint64_t seed) { return make_dropout_model(seed, &strategy); });
+}
+
+TEST(BackupAndRestore, DropoutUnderMirroredVariablesResumesToTheUninterruptedWeights) {
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
+  expect_dropout_resume_equals_uninterrupted([&](std::uint64_t seed) { return make_dropout_model(seed, &strategy); });
 }
 
 }  // namespace
