@@ -200,13 +200,14 @@ std::string python_format(const std::string& pattern, const Logs& values, const 
 }  // namespace detail
 
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
-    : filepath_(std::move(filepath)), options_(std::move(options)) {
+    : filepath_(std::move(filepath)),
+      options_(std::move(options)),
+      direction_("ModelCheckpoint", options_.monitor, options_.mode) {
   if (filepath_.empty()) throw std::invalid_argument("ModelCheckpoint: the filepath is empty");
   if (!options_.save_weights_only)
     throw std::invalid_argument("ModelCheckpoint(\"" + filepath_ +
                                 "\"): only save_weights_only=true is supported (weights files); save whole "
                                 "models with Model::save");
-  maximize_ = detail::monitor_maximizes("ModelCheckpoint", options_.monitor, options_.mode);
   if (const auto* freq = std::get_if<std::int64_t>(&options_.save_freq)) {
     if (*freq <= 0)
       throw std::invalid_argument("ModelCheckpoint: save_freq must be \"epoch\" or a positive number of batches, "
@@ -227,6 +228,7 @@ void ModelCheckpoint::on_train_batch_end(std::int64_t batch, const Logs& logs) {
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
+  direction_.maximize(model());  // resolved at the first epoch end, as Keras does
   if (batch_freq_ == 0) save(epoch, -1, logs);
 }
 
@@ -258,7 +260,7 @@ bool ModelCheckpoint::should_save(int epoch, const Logs& logs, const std::string
     std::snprintf(best_str, sizeof best_str, "%.5f", *best_);
   else
     std::snprintf(best_str, sizeof best_str, "None");
-  const bool improved = !best_ || (maximize_ ? *current > *best_ : *current < *best_);
+  const bool improved = !best_ || (direction_.maximize(model()) ? *current > *best_ : *current < *best_);
   if (!improved) {
     if (options_.verbose > 0)
       std::cout << "\nEpoch " << epoch + 1 << ": " << options_.monitor << " did not improve from " << best_str << "\n";

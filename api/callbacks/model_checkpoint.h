@@ -12,7 +12,8 @@
 //
 // With save_best_only a file is written only when the monitored value improves on the best so far (which
 // starts at initial_value_threshold when given); a missing monitor key warns once on standard error and
-// then saves every time, as Keras does. mode "auto" maximizes names containing "acc" or "auc".
+// then saves every time, as Keras does. Mode "auto" takes the direction from the monitored loss or metric
+// (monitor_direction.h), at the first epoch end; it throws std::invalid_argument there when that is unknown.
 //
 // Weights holding a NaN or an infinity (a diverged run) are never saved: a warning on standard error names
 // the weight and the last good checkpoint, which is kept (Keras would overwrite it). save_best_only compares
@@ -27,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/callbacks/monitor_direction.h"
 #include "api/training/callback.h"
 
 namespace tower::callbacks {
@@ -71,7 +73,7 @@ class ModelCheckpoint : public Callback {
 
   std::string filepath_;
   ModelCheckpointOptions options_;
-  bool maximize_ = false;
+  detail::MonitorDirection direction_;
   std::int64_t batch_freq_ = 0;  // 0: save at epoch ends
   std::optional<double> best_;
   int current_epoch_ = 0;

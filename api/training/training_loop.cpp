@@ -210,8 +210,21 @@ Logs TrainingLoop::logs() const {
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
   for (std::size_t o = 0; o < metrics_.size(); ++o)
-    for (const auto& m : metrics_[o]) logs.set(several ? output_names_[o] + "_" + m->name() : m->name(), m->result());
+    for (const auto& m : metrics_[o]) logs.set(metric_key(o, *m), m->result());
   return logs;
+}
+
+std::vector<std::pair<std::string, metrics::Direction>> TrainingLoop::log_directions() const {
+  std::vector<std::pair<std::string, metrics::Direction>> out{{"loss", metrics::Direction::down}};
+  if (metrics_.size() > 1)
+    for (std::size_t o = 0; o < losses_.size(); ++o) out.emplace_back(output_names_[o] + "_loss", metrics::Direction::down);
+  for (std::size_t o = 0; o < metrics_.size(); ++o)
+    for (const auto& m : metrics_[o]) out.emplace_back(metric_key(o, *m), m->direction());
+  return out;
+}
+
+std::string TrainingLoop::metric_key(std::size_t output, const metrics::Metric& metric) const {
+  return metrics_.size() > 1 ? output_names_[output] + "_" + metric.name() : metric.name();
 }
 
 void TrainingLoop::check_batch(const data::Element& batch, Mode mode) const {

@@ -138,9 +138,14 @@ class TrainingLoop {
   void reset_metrics();
   // Current running values: "loss", then per output "<output>_loss" (several outputs), then metrics.
   callbacks::Logs logs() const;
+  // The keys logs() gives, each with which way it improves: the losses down, each metric its own direction()
+  // (for the monitoring callbacks' mode "auto").
+  std::vector<std::pair<std::string, metrics::Direction>> log_directions() const;
 
  private:
   enum class Mode { train, test, predict };
+  // A metric's key in logs(): its name, after its output's name with several outputs.
+  std::string metric_key(std::size_t output, const metrics::Metric& metric) const;
   // Rows of a batch as the losses and metrics read them on one device: the targets and sample weights (copied
   // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight).
   struct LossInputs {

@@ -12,6 +12,8 @@
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
+#include "api/metrics/accuracy_metrics.h"
+#include "api/metrics/confusion_metrics.h"
 #include "layers/dense.h"
 
 namespace tower::callbacks {
@@ -85,7 +87,9 @@ TEST(ModelCheckpoint, FloatReprMatchesPython) {
 
 struct Fixture {
   Sequential model{{InputLayer({.shape = {3}}), layers::Dense({.units = 2})}};
-  Fixture() { model.compile(optimizers::SGD(0.1), losses::MeanSquaredError()); }
+  Fixture() {
+    model.compile(optimizers::SGD(0.1), losses::MeanSquaredError(), {metrics::Accuracy(), metrics::Recall()});
+  }
   void set_all(float v) {
     for (const VariablePtr& w : model.weights()) w->value.fill(v);
   }
@@ -151,6 +155,21 @@ TEST(ModelCheckpoint, ModeAndInitialValueThreshold) {
   for (int e = 0; e < 4; ++e) min_mode.on_epoch_end(e, logs_of({{"val_accuracy", acc[e]}}));
   EXPECT_TRUE(fs::exists(dir / "min-1.weights"));
   EXPECT_FALSE(fs::exists(dir / "min-2.weights"));
+  fs::remove_all(dir);
+}
+
+// Mode "auto" follows the compiled metric's direction: a rising recall is improving (it was minimized by name).
+TEST(ModelCheckpoint, ModeAutoMaximizesRecall) {
+  const fs::path dir = fresh_dir();
+  Fixture f;
+  ModelCheckpoint cb((dir / "r-{epoch}.weights").string(), {.monitor = "val_recall", .save_best_only = true});
+  cb.set_model(&f.model.impl());
+  const std::vector<double> recall = {0.5, 0.6, 0.55};
+  for (int e = 0; e < 3; ++e) cb.on_epoch_end(e, logs_of({{"val_recall", recall[e]}}));
+  EXPECT_TRUE(fs::exists(dir / "r-1.weights"));
+  EXPECT_TRUE(fs::exists(dir / "r-2.weights"));
+  EXPECT_FALSE(fs::exists(dir / "r-3.weights"));
+  EXPECT_DOUBLE_EQ(*cb.best(), 0.6);
   fs::remove_all(dir);
 }
 

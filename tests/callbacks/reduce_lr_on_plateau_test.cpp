@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/losses/mean_squared_error.h"
+#include "api/metrics/metrics.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
 #include "layers/dense.h"
@@ -14,7 +15,7 @@ namespace {
 
 Sequential small_model(double lr) {
   Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
-  m.compile(optimizers::SGD(lr), losses::MeanSquaredError());
+  m.compile(optimizers::SGD(lr), losses::MeanSquaredError(), {metrics::Accuracy(), metrics::AUC(), metrics::Precision()});
   return m;
 }
 
@@ -77,6 +78,21 @@ TEST(ReduceLROnPlateau, ModeMaxForAccuracy) {
   worse.set("val_accuracy", 0.65);
   cb.on_epoch_end(3, worse);
   EXPECT_DOUBLE_EQ(m.optimizer()->learning_rate(), 0.5);
+}
+
+// Mode "auto" follows the compiled metric's direction: a rising precision is improving (it was minimized by name).
+TEST(ReduceLROnPlateau, ModeAutoMaximizesPrecision) {
+  Sequential m = small_model(1.0);
+  ReduceLROnPlateau cb({.monitor = "val_precision", .factor = 0.5, .patience = 1});
+  cb.set_model(&m.impl());
+  cb.on_train_begin(Logs());
+  for (double v : {0.5, 0.6, 0.7}) {
+    Logs logs;
+    logs.set("val_precision", v);
+    cb.on_epoch_end(0, logs);
+  }
+  EXPECT_DOUBLE_EQ(m.optimizer()->learning_rate(), 1.0);
+  EXPECT_DOUBLE_EQ(*cb.best(), 0.7);
 }
 
 TEST(ReduceLROnPlateau, AMissingMonitorWarnsOnceAndChangesNothing) {
