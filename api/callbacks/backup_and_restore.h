@@ -16,7 +16,9 @@
 // holding a NaN or an infinity (a diverged run) are not backed up: a warning on standard error says so and the
 // last good backup stays.
 //
-// on_train_begin removes the temporary file a process killed during a save left in backup_dir, and restores a
+// Before any callback's on_train_begin (before_train_begin, so EarlyStopping or ReduceLROnPlateau listed before
+// it start from their restored state all the same) it removes the temporary file a process killed during a save
+// left in backup_dir, and restores a
 // backup when one exists: weights, optimizer slots (after building the optimizer for the model's trainable
 // weights), iterations, a constant learning rate, the plans' random states, the data's pass counts and the other
 // callbacks' states; fit() then resumes at the epoch after the saved one (model()->resume_epoch). A batch-level
@@ -48,7 +50,7 @@ class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options = {});
 
-  void on_train_begin(const Logs& logs) override;
+  void before_train_begin(const Logs& logs) override;
   void on_epoch_begin(int epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_complete(int epoch, const Logs& logs) override;

@@ -94,6 +94,7 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
   const auto each = [&cbs](auto fn) {
     for (const CallbackPtr& cb : cbs) fn(*cb);
   };
+  each([](callbacks::Callback& cb) { cb.before_train_begin(Logs()); });
   each([](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
   const int first_epoch = model_.resume_epoch >= 0 ? model_.resume_epoch : options.initial_epoch;
   model_.resume_epoch = -1;

@@ -733,6 +733,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);
   const FitScope scope = begin_fit(cbs, train);
+  each(cbs, [&](callbacks::Callback& cb) { cb.before_train_begin(Logs()); });
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
   // After on_train_begin, which may restore weights (BackupAndRestore).
   sync_replicas();

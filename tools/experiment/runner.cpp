@@ -42,6 +42,10 @@ class WithParams : public Callback {
   WithParams(CallbackPtr inner, int verbose) : inner_(std::move(inner)), verbose_(verbose) {}
   void set_steps(std::int64_t steps) { steps_ = steps; }
 
+  void before_train_begin(const Logs& logs) override {
+    inner_->set_model(model());
+    inner_->before_train_begin(logs);
+  }
   void on_train_begin(const Logs& logs) override {
     callbacks::Params p = params();
     p.steps = steps_;
