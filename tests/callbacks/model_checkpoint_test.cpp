@@ -15,6 +15,7 @@
 #include "api/metrics/accuracy_metrics.h"
 #include "api/metrics/confusion_metrics.h"
 #include "layers/dense.h"
+#include "testing/fixtures.h"
 
 namespace tower::callbacks {
 namespace {
@@ -67,6 +68,37 @@ TEST(ModelCheckpoint, FormatErrorsNameTheFilepathAndTheKeys) {
   EXPECT_THROW(fmt("{epoch", {{"epoch", 1}}), std::invalid_argument);
   EXPECT_THROW(fmt("epoch}", {{"epoch", 1}}), std::invalid_argument);
   EXPECT_THROW(fmt("{epoch:x}", {{"epoch", 1}}), std::invalid_argument);
+}
+
+// Python's own str.format of floats (log values) and ints (epoch, batch) for specs combining every part of the
+// mini-language (tests/reference/make_format_spec_fixtures.py): the same text, or an error where Python raises.
+TEST(ModelCheckpoint, FormatSpecsMatchPythonsStrFormat) {
+  const Config doc = testing::read_json_fixture("callbacks/format_spec.json");
+  const Config::List& values = doc.at("values").as_list();
+  int compared = 0;
+  for (const Config& c : doc.at("cases").as_list()) {
+    const std::string spec = c.as_list().at(0).as_string();
+    const Config::List& results = c.as_list().at(1).as_list();
+    ASSERT_EQ(results.size(), values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const std::string text = values[k].at("value").as_string();
+      const bool is_int = values[k].at("int").as_bool();
+      const Logs logs = logs_of({{"x", std::strtod(text.c_str(), nullptr)}});
+      const std::string pattern = "{x:" + spec + "}";
+      const auto format = [&] { return detail::python_format(pattern, logs, is_int ? std::vector<std::string>{"x"} : std::vector<std::string>{}); };
+      ++compared;
+      if (results[k].is_null()) {
+        EXPECT_THROW(format(), std::invalid_argument) << "'" << spec << "' of " << text;
+        continue;
+      }
+      try {
+        EXPECT_EQ(format(), results[k].as_string()) << "'" << spec << "' of " << text;
+      } catch (const std::invalid_argument& e) {
+        ADD_FAILURE() << "'" << spec << "' of " << text << " threw: " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(compared, 10000);
 }
 
 TEST(ModelCheckpoint, FloatReprMatchesPython) {
