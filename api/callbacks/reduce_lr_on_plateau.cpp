@@ -56,6 +56,14 @@ void ReduceLROnPlateau::restore_state(const CallbackState& s) {
   restored_ = true;
 }
 
+namespace detail {
+void log_learning_rate(const ModelImpl& model, Logs& logs) {
+  logs.set("learning_rate", static_cast<float>(model.optimizer()->learning_rate()));
+}
+}  // namespace detail
+
+void ReduceLROnPlateau::add_epoch_logs(int, Logs& logs) { detail::log_learning_rate(*model(), logs); }
+
 void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
   direction_.maximize(model());  // resolved here even when the monitor is missing, as Keras does
   const std::optional<double> current = logs.get(options_.monitor);

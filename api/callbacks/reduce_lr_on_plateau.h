@@ -5,8 +5,8 @@
 // `cooldown` epochs before counting again. The rate is changed with Optimizer::set_learning_rate, so a
 // schedule becomes a constant from then on.
 //
-// Unlike Keras, the epoch logs are not given a "learning_rate" entry: hooks receive const Logs. Read the
-// rate from model()->optimizer()->learning_rate() instead.
+// At every epoch end the epoch's logs get "learning_rate", the rate before this epoch's reduction as the
+// optimizer's float32 variable holds it (History too, as in Keras).
 //
 // A missing monitor key warns (once) on standard error and skips the epoch. Throws std::invalid_argument for
 // factor >= 1 or an unknown mode, and for mode "auto" at the first epoch end when the monitor's direction is unknown.
@@ -45,6 +45,7 @@ class ReduceLROnPlateau : public Callback {
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
 
   void on_train_begin(const Logs& logs) override;
+  void add_epoch_logs(int epoch, Logs& logs) override;
   void on_epoch_end(int epoch, const Logs& logs) override;
   CallbackState state() const override;
   void restore_state(const CallbackState& state) override;
@@ -66,5 +67,10 @@ class ReduceLROnPlateau : public Callback {
   bool warned_ = false;
   bool restored_ = false;  // on_train_begin keeps a restored state
 };
+
+namespace detail {
+// Sets logs' "learning_rate" to the optimizer's rate in float32, as Keras' callbacks log it.
+void log_learning_rate(const ModelImpl& model, Logs& logs);
+}  // namespace detail
 
 }  // namespace tower::callbacks

@@ -84,6 +84,10 @@ class Callback {
   virtual void on_train_end(const Logs&) {}
   virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
   virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  // Called just before on_epoch_end with the epoch's logs, for the entries a callback adds to them: the callbacks
+  // after it (History among them) see those, as they see what Keras' callbacks write into the logs in on_epoch_end
+  // (LearningRateScheduler and ReduceLROnPlateau add "learning_rate").
+  virtual void add_epoch_logs(int /*epoch*/, Logs&) {}
   // After every callback's on_epoch_end: for callbacks that save the training state (BackupAndRestore), so that
   // what they save includes the other callbacks' epoch-end updates (EarlyStopping's patience count, say).
   virtual void on_epoch_complete(int /*epoch*/, const Logs&) {}

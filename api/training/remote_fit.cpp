@@ -127,7 +127,10 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
         Logs val = evaluate(*options.validation_data, eo, &cbs);
         for (const auto& [k, v] : val.entries()) epoch_logs.set("val_" + k, v);
       }
-      each([&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+      each([&](callbacks::Callback& cb) {
+        cb.add_epoch_logs(epoch, epoch_logs);
+        cb.on_epoch_end(epoch, epoch_logs);
+      });
       each([&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
     }
   } catch (...) {

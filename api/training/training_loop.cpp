@@ -756,7 +756,10 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
       Logs val = evaluate(*options.validation_data, eo, &cbs);
       for (const auto& [k, v] : val.entries()) epoch_logs.set("val_" + k, v);
     }
-    each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+    each(cbs, [&](callbacks::Callback& cb) {
+      cb.add_epoch_logs(epoch, epoch_logs);
+      cb.on_epoch_end(epoch, epoch_logs);
+    });
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
   }
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(Logs()); });

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "api/callbacks/learning_rate_scheduler.h"
 #include "api/losses/mean_squared_error.h"
 #include "api/metrics/metrics.h"
 #include "api/models/model.h"
@@ -111,6 +112,24 @@ TEST(ReduceLROnPlateau, AMissingMonitorWarnsOnceAndChangesNothing) {
 TEST(ReduceLROnPlateau, RejectsAFactorOfOneOrMoreAndUnknownModes) {
   EXPECT_THROW(ReduceLROnPlateau({.factor = 1.0}), std::invalid_argument);
   EXPECT_THROW(ReduceLROnPlateau({.mode = "up"}), std::invalid_argument);
+}
+
+// As in Keras, fit's History has the rate of every epoch under "learning_rate" (the optimizer's float32 value,
+// before the epoch's reduction), with ReduceLROnPlateau as with LearningRateScheduler.
+TEST(ReduceLROnPlateau, HistoryHasTheLearningRate) {
+  const Tensor x = Tensor::full({8, 3}, 1.f), y = Tensor::full({8, 2}, 0.5f);
+  Sequential m = small_model(0.1);
+  auto plateau = std::make_shared<ReduceLROnPlateau>(ReduceLROnPlateauOptions{.monitor = "loss", .factor = 0.5,
+                                                                              .patience = 1, .min_delta = 10.0});
+  History h = m.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .callbacks = {plateau}});
+  ASSERT_TRUE(h.contains("learning_rate"));
+  EXPECT_EQ(h["learning_rate"], (std::vector<double>{0.1f, 0.1f, 0.05f}));
+
+  Sequential scheduled = small_model(0.1);
+  auto schedule = std::make_shared<LearningRateScheduler>([](int epoch, double) { return 0.01 * (epoch + 1); });
+  h = scheduled.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .callbacks = {schedule}});
+  ASSERT_TRUE(h.contains("learning_rate"));
+  EXPECT_EQ(h["learning_rate"], (std::vector<double>{0.01f, 0.02f, 0.03f}));
 }
 
 }  // namespace
