@@ -6,8 +6,9 @@
 // is written atomically: the model's weights ("model/<path>"), the optimizer's slot variables
 // ("optimizer/<path>"), the tensors of other callbacks' states ("callback/<index>/<name>") and, in the file's
 // extra config, the last completed epoch (0-based; -1 for a batch save during the first epoch), the optimizer's
-// iterations, its learning rate when that is a constant, the training plans' random states (seeds and steps, TrainingLoop::plan_rngs), the training
-// dataset's pass counts (Dataset::pass_counts) and the other callbacks' states (Callback::state). So an
+// iterations, its learning rate when that is a constant, the training plans' random states (seeds and steps,
+// TrainingLoop::plan_rngs), the training dataset's pass counts (Dataset::pass_counts) and the other callbacks'
+// states (Callback::state). So an
 // epoch-level backup resumes a fit to the weights of an uninterrupted one, Dropout, reshuffling, EarlyStopping
 // and ReduceLROnPlateau included, provided the program makes its model, data and callbacks as before (the same
 // seeds, the same list) and the fit's epochs are passes of its dataset (no steps_per_epoch).

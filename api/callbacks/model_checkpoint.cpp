@@ -109,7 +109,8 @@ FormatSpec parse_spec(const std::string& spec, const std::string& pattern) {
   }
   while (i < spec.size() && is_digit(spec[i])) f.width = f.width * 10 + static_cast<std::size_t>(spec[i++] - '0');
   if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) f.grouping = spec[i++];
-  if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) throw spec_error(pattern, spec, "Cannot specify both ',' and '_'.");
+  if (i < spec.size() && (spec[i] == ',' || spec[i] == '_'))
+    throw spec_error(pattern, spec, "Cannot specify both ',' and '_'.");
   if (i < spec.size() && spec[i] == '.') {
     ++i;
     if (i >= spec.size() || !is_digit(spec[i])) throw spec_error(pattern, spec, "Format specifier missing precision");
@@ -120,7 +121,8 @@ FormatSpec parse_spec(const std::string& spec, const std::string& pattern) {
   if (i < spec.size()) {
     f.type = spec[i];
     if (std::string("deEfFgGn%").find(f.type) == std::string::npos)
-      throw spec_error(pattern, spec, std::string("unsupported format code '") + f.type + "' (Tower takes d e E f F g G n %)");
+      throw spec_error(pattern, spec,
+                       std::string("unsupported format code '") + f.type + "' (Tower takes d e E f F g G n %)");
   }
   if (f.grouping && f.type == 'n')
     throw spec_error(pattern, spec, std::string("Cannot specify '") + f.grouping + "' with 'n'.");
@@ -155,7 +157,8 @@ std::string general_with_point(double magnitude, int p, bool alternate) {
   const std::string sci = printf_double("%." + std::to_string(p - 1) + "e", magnitude);
   const int point_position = std::stoi(sci.substr(sci.find('e') + 1)) + 1;
   if (point_position <= -4 || point_position > p - 1) {
-    const std::string out = printf_double(std::string(alternate ? "%#." : "%.") + std::to_string(p - 1) + "e", magnitude);
+    const std::string out =
+        printf_double(std::string(alternate ? "%#." : "%.") + std::to_string(p - 1) + "e", magnitude);
     return alternate ? out : strip_fraction_zeros(out, false, false);
   }
   const std::string fixed = printf_double("%." + std::to_string(p - point_position) + "f", magnitude);

@@ -217,7 +217,8 @@ Logs TrainingLoop::logs() const {
 std::vector<std::pair<std::string, metrics::Direction>> TrainingLoop::log_directions() const {
   std::vector<std::pair<std::string, metrics::Direction>> out{{"loss", metrics::Direction::down}};
   if (metrics_.size() > 1)
-    for (std::size_t o = 0; o < losses_.size(); ++o) out.emplace_back(output_names_[o] + "_loss", metrics::Direction::down);
+    for (std::size_t o = 0; o < losses_.size(); ++o)
+      out.emplace_back(output_names_[o] + "_loss", metrics::Direction::down);
   for (std::size_t o = 0; o < metrics_.size(); ++o)
     for (const auto& m : metrics_[o]) out.emplace_back(metric_key(o, *m), m->direction());
   return out;

@@ -23,7 +23,8 @@ std::vector<TrainingLoop::PlanRng> plan_rngs_from_config(const Config& list) {
   std::vector<TrainingLoop::PlanRng> out;
   for (const Config& p : list.as_list())
     out.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()),
-                   static_cast<std::uint64_t>(p.at("seed").as_int()), static_cast<std::uint64_t>(p.at("steps").as_int())});
+                   static_cast<std::uint64_t>(p.at("seed").as_int()),
+                   static_cast<std::uint64_t>(p.at("steps").as_int())});
   return out;
 }
 

@@ -85,7 +85,8 @@ TEST(ModelCheckpoint, FormatSpecsMatchPythonsStrFormat) {
       const bool is_int = values[k].at("int").as_bool();
       const Logs logs = logs_of({{"x", std::strtod(text.c_str(), nullptr)}});
       const std::string pattern = "{x:" + spec + "}";
-      const auto format = [&] { return detail::python_format(pattern, logs, is_int ? std::vector<std::string>{"x"} : std::vector<std::string>{}); };
+      const std::vector<std::string> ints = is_int ? std::vector<std::string>{"x"} : std::vector<std::string>{};
+      const auto format = [&] { return detail::python_format(pattern, logs, ints); };
       ++compared;
       if (results[k].is_null()) {
         EXPECT_THROW(format(), std::invalid_argument) << "'" << spec << "' of " << text;

@@ -16,7 +16,8 @@ namespace {
 
 Sequential small_model(double lr) {
   Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
-  m.compile(optimizers::SGD(lr), losses::MeanSquaredError(), {metrics::Accuracy(), metrics::AUC(), metrics::Precision()});
+  m.compile(optimizers::SGD(lr), losses::MeanSquaredError(),
+            {metrics::Accuracy(), metrics::AUC(), metrics::Precision()});
   return m;
 }
 
