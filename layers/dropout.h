@@ -1,11 +1,16 @@
 #pragma once
 // Dropout (keras.layers.Dropout): in training, each element is zeroed with probability `rate` and the rest
 // are scaled by 1 / (1 - rate); in inference the layer is the identity. Any input shape; no weights.
-// Masks come from the plan's generator, or, when `seed` is given, from the seed and a count of the layer's
-// training calls, so a seeded layer draws the same sequence of masks in every run. The seed of each training
-// forward is one of the plan's step values (engine/step_values.h): the plan draws it before the step and the
-// mask op reads it from device memory, so a step captured as a CUDA graph draws new masks on every replay.
-#include <atomic>
+// The mask of a training step derives from (seed, step, replica id), as tf.distribute derives per-replica seeds:
+// the seed is `seed` when given, else the plan's (StepValues::seed); the step is the plan's step count
+// (StepValues::step), part of the training state that BackupAndRestore saves, so a resumed run draws the masks an
+// uninterrupted one draws; the replica id is the replica's index in sync (ForwardContext::replica; 0 without a
+// strategy), so each replica, on any worker, applies its own mask. The layer's position among the plan's random
+// layers and the input's size are mixed in too, so two uses of one layer, or plans for other batch sizes, draw
+// other masks. A seeded layer thus draws the same sequence of masks in every run, with any number of threads.
+// The seed of each training forward is one of the plan's step values (engine/step_values.h): the plan draws it
+// before the step and the mask op reads it from device memory, so a step captured as a CUDA graph draws new masks
+// on every replay.
 #include <cstdint>
 #include <optional>
 
@@ -40,11 +45,7 @@ class DropoutImpl final : public Layer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  // The seed of the next mask: from `rng` (the plan's generator), or from options().seed and the call count.
-  std::uint64_t next_seed(Generator* rng);
-
   Options options_;
-  std::atomic<std::uint64_t> calls_{0};
 };
 
 class Dropout : public LayerHolder<DropoutImpl> {

@@ -35,7 +35,7 @@ BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptio
   }
 }
 
-void BackupAndRestore::on_train_begin(const Logs&) {
+void BackupAndRestore::before_train_begin(const Logs&) {
   current_epoch_ = 0;
   batches_since_save_ = last_batch_seen_ = 0;
   // A process killed while writing the backup left its temporary file; the backup itself is whole.

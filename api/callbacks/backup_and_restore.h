@@ -6,8 +6,9 @@
 // is written atomically: the model's weights ("model/<path>"), the optimizer's slot variables
 // ("optimizer/<path>"), the tensors of other callbacks' states ("callback/<index>/<name>") and, in the file's
 // extra config, the last completed epoch (0-based; -1 for a batch save during the first epoch), the optimizer's
-// iterations, its learning rate when that is a constant, the training plans' random generators, the training
-// dataset's pass counts (Dataset::pass_counts) and the other callbacks' states (Callback::state). So an
+// iterations, its learning rate when that is a constant, the training plans' random states (seeds and steps,
+// TrainingLoop::plan_rngs), the training dataset's pass counts (Dataset::pass_counts) and the other callbacks'
+// states (Callback::state). So an
 // epoch-level backup resumes a fit to the weights of an uninterrupted one, Dropout, reshuffling, EarlyStopping
 // and ReduceLROnPlateau included, provided the program makes its model, data and callbacks as before (the same
 // seeds, the same list) and the fit's epochs are passes of its dataset (no steps_per_epoch).
@@ -16,9 +17,11 @@
 // holding a NaN or an infinity (a diverged run) are not backed up: a warning on standard error says so and the
 // last good backup stays.
 //
-// on_train_begin removes the temporary file a process killed during a save left in backup_dir, and restores a
+// Before any callback's on_train_begin (before_train_begin, so EarlyStopping or ReduceLROnPlateau listed before
+// it start from their restored state all the same) it removes the temporary file a process killed during a save
+// left in backup_dir, and restores a
 // backup when one exists: weights, optimizer slots (after building the optimizer for the model's trainable
-// weights), iterations, a constant learning rate, the plans' generators, the data's pass counts and the other
+// weights), iterations, a constant learning rate, the plans' random states, the data's pass counts and the other
 // callbacks' states; fit() then resumes at the epoch after the saved one (model()->resume_epoch). A batch-level
 // backup restarts its epoch from the first batch with the weights saved mid-epoch, as Keras does. A damaged
 // backup, or one that does not match the model, its optimizer or the fit's callbacks, throws std::runtime_error
@@ -48,7 +51,7 @@ class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options = {});
 
-  void on_train_begin(const Logs& logs) override;
+  void before_train_begin(const Logs& logs) override;
   void on_epoch_begin(int epoch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_complete(int epoch, const Logs& logs) override;

@@ -10,14 +10,6 @@ namespace tower::callbacks {
 
 namespace detail {
 
-bool monitor_maximizes(const std::string& who, const std::string& monitor, const std::string& mode) {
-  if (mode == "max") return true;
-  if (mode == "min") return false;
-  if (mode != "auto")
-    throw std::invalid_argument(who + ": mode '" + mode + "' is unknown; expected \"auto\", \"min\" or \"max\"");
-  return monitor.find("acc") != std::string::npos || monitor.find("auc") != std::string::npos;
-}
-
 std::string log_keys(const Logs& logs) {
   std::string keys;
   for (const auto& [k, v] : logs.entries()) keys += (keys.empty() ? "" : ",") + k;
@@ -26,8 +18,8 @@ std::string log_keys(const Logs& logs) {
 
 }  // namespace detail
 
-EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
-  maximize_ = detail::monitor_maximizes("EarlyStopping", options_.monitor, options_.mode);
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
+    : options_(std::move(options)), direction_("EarlyStopping", options_.monitor, options_.mode) {
   options_.min_delta = std::fabs(options_.min_delta);
 }
 
@@ -78,6 +70,7 @@ void EarlyStopping::restore_state(const CallbackState& s) {
 }
 
 void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
+  maximize_ = direction_.maximize(model());
   const std::optional<double> current = logs.get(options_.monitor);
   if (!current) {
     if (warned_) return;

@@ -2,7 +2,8 @@
 // EarlyStopping (Keras 3): stops fit() when a monitored quantity has stopped improving.
 //
 // At each epoch end (from start_from_epoch on) the monitored value is compared with the best so far: it
-// improves when it beats the best by more than min_delta (lower in "min" mode, higher in "max"). An
+// improves when it beats the best by more than min_delta (lower in "min" mode, higher in "max"; "auto" takes the
+// direction from the monitored loss or metric, see monitor_direction.h). An
 // improvement records the best (and, with restore_best_weights, copies the weights) and resets the wait
 // counter, unless a baseline is set and not beaten. After `patience` epochs without improvement (and never
 // at epoch 0) model()->stop_training is set. At the end of training, with restore_best_weights, the weights
@@ -10,11 +11,12 @@
 // the end and the best epoch was not the last).
 //
 // A missing monitor key warns (once) on standard error and skips the epoch. An unknown mode throws
-// std::invalid_argument.
+// std::invalid_argument, and so does mode "auto" at the first epoch end for a monitor whose direction is unknown.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/callbacks/monitor_direction.h"
 #include "api/training/callback.h"
 #include "api/core/tensor.h"
 
@@ -62,7 +64,8 @@ class EarlyStopping : public Callback {
   bool is_improvement(double value, double reference) const;
 
   EarlyStoppingOptions options_;
-  bool maximize_ = false;
+  detail::MonitorDirection direction_;
+  bool maximize_ = false;  // direction_'s answer, taken at each epoch end
   int wait_ = 0;
   int stopped_epoch_ = 0;
   int best_epoch_ = 0;
@@ -73,10 +76,6 @@ class EarlyStopping : public Callback {
 };
 
 namespace detail {
-// Resolves a monitoring callback's mode: "max" or "min" as given; "auto" maximizes names containing "acc"
-// or "auc" (accuracy, AUC) and minimizes everything else. Throws std::invalid_argument naming `who` for
-// another mode.
-bool monitor_maximizes(const std::string& who, const std::string& monitor, const std::string& mode);
 // "a,b,c": the keys of `logs`, for the missing-monitor warnings.
 std::string log_keys(const Logs& logs);
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "api/callbacks/reduce_lr_on_plateau.h"
 #include "api/models/model.h"
 
 namespace tower::callbacks {
@@ -24,5 +25,7 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
   if (verbose_ > 0)
     std::cout << "\nEpoch " << epoch + 1 << ": LearningRateScheduler setting learning rate to " << lr << ".\n";
 }
+
+void LearningRateScheduler::add_epoch_logs(int, Logs& logs) { detail::log_learning_rate(*model(), logs); }
 
 }  // namespace tower::callbacks

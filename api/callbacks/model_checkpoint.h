@@ -4,15 +4,18 @@
 // disk) throws std::runtime_error naming the file and the system error, and leaves the previous file as it was.
 //
 // `filepath` may hold Python-style placeholders filled from the epoch (1-based) and the logs:
-// "ckpt-{epoch:02d}-{val_loss:.4f}.weights" -> "ckpt-03-0.1234.weights". Supported specs are those of
-// Python's str.format for numbers ([[fill]align][sign][0][width][.precision][type], type one of d e E f F g
-// G %); "{{" and "}}" are literal braces; "{batch}" is the 1-based batch for batch-level saves. A placeholder
-// naming no log key throws std::invalid_argument naming the filepath and the known keys. Missing parent
-// directories are created.
+// "ckpt-{epoch:02d}-{val_loss:.4f}.weights" -> "ckpt-03-0.1234.weights". Specs follow Python's str.format for
+// ints (epoch, batch) and floats (the logs), character for character: [[fill]align][sign][#][0][width]
+// [grouping][.precision][type], grouping ',' or '_', type one of d e E f F g G n % or none (none with a precision
+// is 'g' keeping one decimal: {loss:.3} of 1.0 is "1.0", of 100.0 is "1e+02"; 'n' formats as in the C locale).
+// "{{" and "}}" are literal braces; "{batch}" is the 1-based batch for batch-level saves. A placeholder naming no
+// log key, and a spec Python refuses (a precision for an int, 'd' for a float, ',' with 'n', another type such as
+// 'x'), throw std::invalid_argument naming the filepath. Missing parent directories are created.
 //
 // With save_best_only a file is written only when the monitored value improves on the best so far (which
 // starts at initial_value_threshold when given); a missing monitor key warns once on standard error and
-// then saves every time, as Keras does. mode "auto" maximizes names containing "acc" or "auc".
+// then saves every time, as Keras does. Mode "auto" takes the direction from the monitored loss or metric
+// (monitor_direction.h), at the first epoch end; it throws std::invalid_argument there when that is unknown.
 //
 // Weights holding a NaN or an infinity (a diverged run) are never saved: a warning on standard error names
 // the weight and the last good checkpoint, which is kept (Keras would overwrite it). save_best_only compares
@@ -27,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/callbacks/monitor_direction.h"
 #include "api/training/callback.h"
 
 namespace tower::callbacks {
@@ -71,7 +75,7 @@ class ModelCheckpoint : public Callback {
 
   std::string filepath_;
   ModelCheckpointOptions options_;
-  bool maximize_ = false;
+  detail::MonitorDirection direction_;
   std::int64_t batch_freq_ = 0;  // 0: save at epoch ends
   std::optional<double> best_;
   int current_epoch_ = 0;

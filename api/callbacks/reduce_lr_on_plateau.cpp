@@ -12,22 +12,23 @@
 
 namespace tower::callbacks {
 
-ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : options_(std::move(options)) {
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options)
+    : options_(std::move(options)), direction_("ReduceLROnPlateau", options_.monitor, options_.mode) {
   if (options_.factor >= 1.0)
     throw std::invalid_argument("ReduceLROnPlateau does not support a factor >= 1.0. Received factor=" +
                                 std::to_string(options_.factor));
-  maximize_ = detail::monitor_maximizes("ReduceLROnPlateau", options_.monitor, options_.mode);
   reset();
 }
 
 void ReduceLROnPlateau::reset() {
-  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  best_.reset();
   cooldown_counter_ = 0;
   wait_ = 0;
 }
 
-bool ReduceLROnPlateau::is_improvement(double value) const {
-  return maximize_ ? value > best_ + options_.min_delta : value < best_ - options_.min_delta;
+bool ReduceLROnPlateau::is_improvement(double value) {
+  if (!best_) return true;
+  return direction_.maximize(model()) ? value > *best_ + options_.min_delta : value < *best_ - options_.min_delta;
 }
 
 void ReduceLROnPlateau::on_train_begin(const Logs&) {
@@ -39,7 +40,7 @@ CallbackState ReduceLROnPlateau::state() const {
   CallbackState s;
   s.values.set("wait", wait_);
   s.values.set("cooldown_counter", cooldown_counter_);
-  s.values.set("best", std::isfinite(best_) ? Config(best_) : Config());  // null: nothing seen yet
+  s.values.set("best", best_ ? Config(*best_) : Config());  // null: nothing seen yet
   return s;
 }
 
@@ -48,20 +49,23 @@ void ReduceLROnPlateau::restore_state(const CallbackState& s) {
     wait_ = static_cast<int>(s.values.at("wait").as_int());
     cooldown_counter_ = static_cast<int>(s.values.at("cooldown_counter").as_int());
     const Config& best = s.values.at("best");
-    if (best.is_null()) {
-      reset();
-      wait_ = static_cast<int>(s.values.at("wait").as_int());
-      cooldown_counter_ = static_cast<int>(s.values.at("cooldown_counter").as_int());
-    } else {
-      best_ = best.as_double();
-    }
+    best_ = best.is_null() ? std::nullopt : std::optional<double>(best.as_double());
   } catch (const ConfigError& e) {
     throw std::runtime_error(std::string("ReduceLROnPlateau: not a state it wrote: ") + e.what());
   }
   restored_ = true;
 }
 
+namespace detail {
+void log_learning_rate(const ModelImpl& model, Logs& logs) {
+  logs.set("learning_rate", static_cast<float>(model.optimizer()->learning_rate()));
+}
+}  // namespace detail
+
+void ReduceLROnPlateau::add_epoch_logs(int, Logs& logs) { detail::log_learning_rate(*model(), logs); }
+
 void ReduceLROnPlateau::on_epoch_end(int epoch, const Logs& logs) {
+  direction_.maximize(model());  // resolved here even when the monitor is missing, as Keras does
   const std::optional<double> current = logs.get(options_.monitor);
   if (!current) {
     if (!warned_)

@@ -56,11 +56,10 @@ struct ForwardContext {
   std::span<Tensor> outputs;
   bool training = false;
   std::unique_ptr<LayerState>* state = nullptr;
-  Generator* rng = nullptr;  // the plan's generator, for Dropout and other random layers
   // The plan's per-step values. A layer whose ops take an argument that changes from step to step (a seed)
   // registers a source for it once, on its first forward, keeps the slot in its state, and hands its ops
   // step_values->device_value(slot) on every forward: never the value itself, which a captured graph would
-  // keep for good.
+  // keep for good. Random layers derive their values from step_values->seed() and step().
   StepValues* step_values = nullptr;
   ReplicaContext* replica = nullptr;  // the replica running this plan under a distribution strategy, else null
 

@@ -45,11 +45,11 @@ struct Plan::Step {
 };
 
 Plan::Plan(const Layer& model, PlanOptions options)
-    : options_(options), step_values_(options.device), serial_(++plans_made) {
+    : options_(options), step_values_(options.device, options.seed ? options.seed : next_global_seed()),
+      serial_(++plans_made) {
   if (options_.batch_size <= 0) throw std::invalid_argument("Plan: batch size must be positive");
   const Graph* graph = model.graph();
   if (!graph) throw std::invalid_argument("Plan: '" + model.name() + "' is not a model with a graph");
-  rng_.seed(options_.seed ? options_.seed : next_global_seed());
   std::vector<int> in_ids;
   for (const SymbolicTensor& t : graph->inputs) {
     const Shape& s = t.shape();
@@ -378,7 +378,6 @@ void Plan::run_forward() {
     ctx.outputs = st->outs;
     ctx.training = options_.training;
     ctx.state = &st->state;
-    ctx.rng = &rng_;
     ctx.step_values = &step_values_;
     ctx.replica = options_.replica;
     st->layer->forward(ctx);

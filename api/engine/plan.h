@@ -25,7 +25,7 @@ struct PlanOptions {
   bool backward = false;  // compile and allow backward()
   bool input_gradients = false;  // with backward: also compute gradients of the model's inputs (input_grad)
   Device device = Device::cpu();
-  std::uint64_t seed = 0;  // seeds random layers; 0 draws one from the global generator
+  std::uint64_t seed = 0;  // seeds random layers (StepValues::seed); 0 draws one from the global generator
   ReplicaContext* replica = nullptr;  // handed to every layer (ForwardContext::replica); set by strategies
 };
 
@@ -55,7 +55,9 @@ class Plan {
   // Draws the next step's values (Dropout's seeds) from their sources and uploads them (StepValues::refresh):
   // the draws forward() makes, in the same order.
   void refresh_step_values() { step_values_.refresh(); }
+  // Its seed and steps are part of a resumable training checkpoint.
   const StepValues& step_values() const { return step_values_; }
+  StepValues& step_values() { return step_values_; }
   // Valid until the next forward().
   const Tensor& output(int i) const;
   // The caller writes dLoss/dOutput i here before backward().
@@ -87,8 +89,6 @@ class Plan {
   // The bytes the same buffers would take without sharing.
   std::size_t unshared_bytes() const { return unshared_bytes_; }
   int num_steps() const { return static_cast<int>(steps_.size()); }
-  // The generator random layers (Dropout) draw from; its state is part of a resumable training checkpoint.
-  Generator& rng() { return rng_; }
   // A number no other plan of this process has had: a remade plan at the same address is another plan.
   std::uint64_t serial() const { return serial_; }
 
@@ -118,7 +118,6 @@ class Plan {
   std::function<void(int)> gradient_ready_;
   std::shared_ptr<Storage> arena_;
   std::size_t arena_bytes_ = 0, unshared_bytes_ = 0;
-  Generator rng_;
   StepValues step_values_;
   std::uint64_t serial_;
   bool forward_done_ = false;

@@ -7,7 +7,7 @@
 
 namespace tower {
 
-StepValues::StepValues(Device device) : device_(device) {}
+StepValues::StepValues(Device device, std::uint64_t seed) : device_(device), seed_(seed) {}
 
 int StepValues::add(Source source) {
   const Index slot = static_cast<Index>(sources_.size());
@@ -26,6 +26,7 @@ int StepValues::add(Source source) {
 }
 
 void StepValues::refresh() {
+  step_ = steps_++;
   if (sources_.empty()) return;
   std::int64_t* host = host_.data<std::int64_t>();
   for (std::size_t i = 0; i < sources_.size(); ++i) host[i] = static_cast<std::int64_t>(sources_[i]());

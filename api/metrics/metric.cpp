@@ -1,5 +1,6 @@
 #include "api/metrics/metric.h"
 
+#include <map>
 #include <stdexcept>
 #include <typeinfo>
 
@@ -40,6 +41,26 @@ Registry<MetricPtr>& registry() {
   }();
   (void)populated;
   return r;
+}
+
+Direction Metric::direction() const {
+  // Keras 3's Metric._direction of each class Tower has.
+  static const std::map<std::string, Direction> directions = {
+      {"AUC", Direction::up},
+      {"Accuracy", Direction::up},
+      {"BinaryAccuracy", Direction::up},
+      {"CategoricalAccuracy", Direction::up},
+      {"Mean", Direction::unknown},
+      {"MeanAbsoluteError", Direction::down},
+      {"MeanSquaredError", Direction::down},
+      {"Precision", Direction::up},
+      {"Recall", Direction::up},
+      {"SparseCategoricalAccuracy", Direction::up},
+      {"SparseTopKCategoricalAccuracy", Direction::up},
+      {"TopKCategoricalAccuracy", Direction::up},
+  };
+  const auto it = directions.find(type());
+  return it == directions.end() ? Direction::unknown : it->second;
 }
 
 std::vector<std::string> metric_types() { return registry().class_names(); }

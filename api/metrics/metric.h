@@ -15,6 +15,10 @@
 
 namespace tower::metrics {
 
+// Which way a metric improves (Keras' Metric._direction): up for accuracies, precision, recall and AUC, down for
+// errors; unknown where Keras gives none (Mean), so a monitoring callback's mode "auto" cannot tell.
+enum class Direction { unknown, up, down };
+
 class Metric {
  public:
   Metric(std::string type, std::string name) : type_(std::move(type)), name_(std::move(name)) {}
@@ -35,6 +39,9 @@ class Metric {
   virtual std::shared_ptr<Metric> clone() const = 0;
   // {"class_name": type, "config": {"name": ..., "dtype": "float32", <arguments>}}, the keys Keras writes.
   virtual Config get_config() const = 0;
+  // Tower's metrics give Keras' direction of their type (one table, in metric.cpp); a metric of another type is
+  // unknown unless it overrides this.
+  virtual Direction direction() const;
 
  private:
   std::string type_, name_;

@@ -77,10 +77,17 @@ class Callback {
   ModelImpl* model() const { return model_; }
   const Params& params() const { return params_; }
 
+  // Before any callback's on_train_begin: for callbacks that restore the training state (BackupAndRestore), so
+  // that every callback's on_train_begin finds its restored state (restore_state), whatever the order of the list.
+  virtual void before_train_begin(const Logs&) {}
   virtual void on_train_begin(const Logs&) {}
   virtual void on_train_end(const Logs&) {}
   virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
   virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  // Called just before on_epoch_end with the epoch's logs, for the entries a callback adds to them: the callbacks
+  // after it (History among them) see those, as they see what Keras' callbacks write into the logs in on_epoch_end
+  // (LearningRateScheduler and ReduceLROnPlateau add "learning_rate").
+  virtual void add_epoch_logs(int /*epoch*/, Logs&) {}
   // After every callback's on_epoch_end: for callbacks that save the training state (BackupAndRestore), so that
   // what they save includes the other callbacks' epoch-end updates (EarlyStopping's patience count, say).
   virtual void on_epoch_complete(int /*epoch*/, const Logs&) {}
@@ -96,8 +103,9 @@ class Callback {
   virtual void on_predict_batch_end(std::int64_t /*batch*/, const Logs&) {}
 
   // What to save with a resumable training state (`tower train`'s checkpoint), and to give back to this
-  // callback before the resumed fit starts: on_train_begin then keeps the restored state instead of starting
-  // afresh. restore_state throws std::runtime_error for a state it did not write.
+  // callback before the resumed fit's on_train_begin: that on_train_begin then keeps the restored state instead of
+  // starting afresh (once: the next fit's starts afresh). restore_state throws std::runtime_error for a state it
+  // did not write.
   virtual CallbackState state() const { return {}; }
   virtual void restore_state(const CallbackState& state) { (void)state; }
 

@@ -94,6 +94,7 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
   const auto each = [&cbs](auto fn) {
     for (const CallbackPtr& cb : cbs) fn(*cb);
   };
+  each([](callbacks::Callback& cb) { cb.before_train_begin(Logs()); });
   each([](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
   const int first_epoch = model_.resume_epoch >= 0 ? model_.resume_epoch : options.initial_epoch;
   model_.resume_epoch = -1;
@@ -127,7 +128,10 @@ callbacks::History TrainingLoop::coordinate_fit(RemoteTraining& remote, const da
         Logs val = evaluate(*options.validation_data, eo, &cbs);
         for (const auto& [k, v] : val.entries()) epoch_logs.set("val_" + k, v);
       }
-      each([&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+      each([&](callbacks::Callback& cb) {
+        cb.add_epoch_logs(epoch, epoch_logs);
+        cb.on_epoch_end(epoch, epoch_logs);
+      });
       each([&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
       last_logs = epoch_logs;
     }

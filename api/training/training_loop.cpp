@@ -114,7 +114,9 @@ TrainingLoop::TrainingLoop(ModelImpl& model) : model_(model) {}
 std::vector<TrainingLoop::PlanRng> TrainingLoop::plan_rngs() {
   std::vector<PlanRng> out;
   for (Index n : trained_batch_sizes_)
-    for_each_plan(model_, n, [&](int replica, Plan& plan) { out.push_back({n, replica, plan.rng().state()}); });
+    for_each_plan(model_, n, [&](int replica, Plan& plan) {
+      out.push_back({n, replica, plan.step_values().seed(), plan.step_values().steps()});
+    });
   return out;
 }
 
@@ -124,13 +126,15 @@ void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
     for_each_plan(model_, p.batch_size, [&](int replica, Plan& plan) {
       if (replica != p.replica) return;
       found = true;
-      try {
-        plan.rng().set_state(p.state);
-      } catch (const std::invalid_argument& e) {
-        throw std::runtime_error("plan for batches of " + std::to_string(p.batch_size) + ": " + e.what());
-      }
+      // Only the chief writes backups: another worker's plans keep the seeds derived from their global replicas.
+      if (model_.is_chief()) plan.step_values().set_seed(p.seed);
+      plan.step_values().set_steps(p.steps);
     });
-    if (!found)
+    // A replica of this strategy may have no rows in batches of this size on this worker (a short last batch), so
+    // it has no plan to restore; one this strategy lacks is another strategy's.
+    const Replicas* replicas = model_.replicas();
+    const bool known = replicas ? p.replica >= 0 && p.replica < replicas->num_local() : p.replica == -1;
+    if (!found && !known)
       throw std::runtime_error("it was written under another strategy (it has a plan of replica " +
                                std::to_string(p.replica) + "); resume it with the strategy it was trained with");
     if (std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), p.batch_size) ==
@@ -221,8 +225,24 @@ Logs TrainingLoop::logs() const {
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
+  for (const auto& [key, metric] : named_metrics()) logs.set(key, metric->result());
+  return logs;
+}
+
+std::vector<std::pair<std::string, metrics::Direction>> TrainingLoop::log_directions() const {
+  std::vector<std::pair<std::string, metrics::Direction>> out{{"loss", metrics::Direction::down}};
+  if (metrics_.size() > 1)
+    for (std::size_t o = 0; o < losses_.size(); ++o)
+      out.emplace_back(output_names_[o] + "_loss", metrics::Direction::down);
+  for (const auto& [key, metric] : named_metrics()) out.emplace_back(key, metric->direction());
+  return out;
+}
+
+std::vector<std::pair<std::string, const metrics::Metric*>> TrainingLoop::named_metrics() const {
   // Keras' CompileMetrics.result(): how many times each name is taken so far.
+  std::vector<std::pair<std::string, const metrics::Metric*>> out;
   std::map<std::string, int> taken;
+  const bool several = metrics_.size() > 1;
   for (const bool weighted : {false, true}) {
     const auto& list = weighted ? weighted_metrics_ : metrics_;
     for (std::size_t o = 0; o < list.size(); ++o) {
@@ -231,11 +251,11 @@ Logs TrainingLoop::logs() const {
         std::string name = prefix + m->name();
         if (taken.count(name) && weighted) name = prefix + "weighted_" + m->name();
         if (int& count = taken[name]; count++ > 0) name += "_" + std::to_string(count - 1);
-        logs.set(name, m->result());
+        out.emplace_back(std::move(name), m.get());
       }
     }
   }
-  return logs;
+  return out;
 }
 
 void TrainingLoop::check_batch(const data::Element& batch, Mode mode) const {
@@ -815,6 +835,7 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, options.epochs, steps_of(train, options.steps_per_epoch), history);
   const FitScope scope = begin_fit(cbs, train);
+  each(cbs, [&](callbacks::Callback& cb) { cb.before_train_begin(Logs()); });
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_begin(Logs()); });
   // After on_train_begin, which may restore weights (BackupAndRestore).
   sync_replicas();
@@ -838,7 +859,10 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
       Logs val = evaluate(*options.validation_data, eo, &cbs);
       for (const auto& [k, v] : val.entries()) epoch_logs.set("val_" + k, v);
     }
-    each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+    each(cbs, [&](callbacks::Callback& cb) {
+      cb.add_epoch_logs(epoch, epoch_logs);
+      cb.on_epoch_end(epoch, epoch_logs);
+    });
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
     last_logs = epoch_logs;
   }

@@ -127,13 +127,17 @@ class TrainingLoop {
   const std::vector<callbacks::CallbackPtr>& callbacks() const { return fit_callbacks_; }
   const data::Dataset* train_data() const { return train_data_; }
 
-  // The random generators of the training plans, which Dropout draws from: one per global batch size trained so
-  // far (under a strategy, one per replica with rows of such a batch). restore_plan_rngs makes the plans and sets
-  // their generators; it throws std::runtime_error when a generator belongs to a replica this strategy has not.
+  // The random states of the training plans, which Dropout derives its masks from (StepValues::seed and steps):
+  // one per global batch size trained so far (under a strategy, one per local replica with rows of such a batch).
+  // restore_plan_rngs makes the plans and sets their steps and, on the chief (which wrote them), their seeds; the
+  // plans of other workers keep the seeds derived from their global replicas (as the steps are the same on every
+  // worker), so each worker of a multi-worker strategy resumes its own replicas' masks from the chief's backup.
+  // It throws std::runtime_error when a state belongs to a replica this strategy has not.
   struct PlanRng {
     Index batch_size = 0;
     int replica = -1;  // -1: the model's own plan
-    std::string state;
+    std::uint64_t seed = 0;
+    std::uint64_t steps = 0;
   };
   std::vector<PlanRng> plan_rngs();
   void restore_plan_rngs(const std::vector<PlanRng>& rngs);
@@ -157,9 +161,14 @@ class TrainingLoop {
   // weighted metrics, named as Keras names them: "<output>_<name>" with several outputs, a repeated name gets
   // "_1", "_2", ..., and a weighted metric whose name is taken gets "weighted_<name>".
   callbacks::Logs logs() const;
+  // The keys logs() gives, each with which way it improves: the losses down, each metric its own direction()
+  // (for the monitoring callbacks' mode "auto").
+  std::vector<std::pair<std::string, metrics::Direction>> log_directions() const;
 
  private:
   enum class Mode { train, test, predict };
+  // The compiled and weighted metrics with their keys in logs(), in logs() order.
+  std::vector<std::pair<std::string, const metrics::Metric*>> named_metrics() const;
   // Rows of a batch as the losses and metrics read them on one device: the targets and sample weights (copied
   // there when they live elsewhere) and, per output, every example's weight (sample weight times class weight,
   // the class weights of a training batch only) and, where class weights apply and the output has weighted

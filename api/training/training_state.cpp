@@ -11,7 +11,9 @@ Config plan_rngs_to_config(const std::vector<TrainingLoop::PlanRng>& rngs) {
     Config e = Config::map();
     e.set("batch_size", p.batch_size);
     e.set("replica", p.replica);
-    e.set("rng", p.state);
+    // Bit for bit: the config holds signed 64-bit integers.
+    e.set("seed", static_cast<std::int64_t>(p.seed));
+    e.set("steps", static_cast<std::int64_t>(p.steps));
     list.push_back(e);
   }
   return list;
@@ -20,7 +22,9 @@ Config plan_rngs_to_config(const std::vector<TrainingLoop::PlanRng>& rngs) {
 std::vector<TrainingLoop::PlanRng> plan_rngs_from_config(const Config& list) {
   std::vector<TrainingLoop::PlanRng> out;
   for (const Config& p : list.as_list())
-    out.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()), p.at("rng").as_string()});
+    out.push_back({p.at("batch_size").as_int(), static_cast<int>(p.at("replica").as_int()),
+                   static_cast<std::uint64_t>(p.at("seed").as_int()),
+                   static_cast<std::uint64_t>(p.at("steps").as_int())});
   return out;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The pieces of a resumable training state that `tower train`'s checkpoint (tools/experiment/run_checkpoint.h)
 // and BackupAndRestore both save and restore, beyond weights and optimizer slots: the training plans' random
-// generators and the callbacks' own states, each to and from the extra config and named tensors of a Tower
+// states (seed and steps) and the callbacks' own states, each to and from the extra config and named tensors of a Tower
 // weights file (io/weights_file.h).
 #include <string>
 #include <vector>

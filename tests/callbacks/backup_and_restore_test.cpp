@@ -4,18 +4,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
 
+#include "api/callbacks/early_stopping.h"
 #include "api/callbacks/lambda_callback.h"
 #include "api/io/weights_file.h"
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
+#include "distribute/mirrored_strategy.h"
 #include "layers/dense.h"
+#include "layers/dropout.h"
 
 namespace tower::callbacks {
 namespace {
@@ -130,6 +135,52 @@ TEST(BackupAndRestore, BatchLevelBackupsRestartTheirEpoch) {
   EXPECT_EQ(h.epoch(), (std::vector<int>{1, 2, 3, 4, 5}));
 }
 
+// EarlyStopping resumes from its restored state whether it is listed before or after BackupAndRestore, and uses
+// that state once: the next fit starts it afresh (its best is then that fit's own).
+TEST(BackupAndRestore, RestoredCallbackStatesAreIndependentOfOrderAndUsedOnce) {
+  const auto [x, y] = data();
+  const auto fit_with = [&](bool early_stopping_first, const fs::path& dir) {
+    auto es = std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = "loss", .patience = 2});
+    auto backup = std::make_shared<BackupAndRestore>(dir.string());
+    std::vector<CallbackPtr> cbs = early_stopping_first ? std::vector<CallbackPtr>{es, backup}
+                                                        : std::vector<CallbackPtr>{backup, es};
+    return std::make_pair(es, cbs);
+  };
+  std::vector<std::shared_ptr<EarlyStopping>> resumed;
+  std::vector<Sequential> models;
+  std::vector<History> histories;
+  for (bool first : {true, false}) {
+    const fs::path dir = fresh_dir() / (first ? "first" : "second");
+    auto [es, cbs] = fit_with(first, dir);
+    cbs.push_back(std::make_shared<LambdaCallback>(LambdaCallbackOptions{.on_epoch_begin = [](int epoch, const Logs&) {
+      if (epoch == 3) throw std::runtime_error("interrupted");
+    }}));
+    Sequential interrupted = make_model(5);
+    EXPECT_THROW(interrupted.fit(x, y, options(cbs)), std::runtime_error);
+    auto [again, again_cbs] = fit_with(first, dir);
+    models.push_back(make_model(5));
+    histories.push_back(models.back().fit(x, y, options(again_cbs)));
+    EXPECT_EQ(histories.back().epoch().front(), 3);
+    resumed.push_back(again);
+  }
+  EXPECT_EQ(histories[0].epoch(), histories[1].epoch());
+  EXPECT_EQ(histories[0]["loss"], histories[1]["loss"]);
+  EXPECT_EQ(resumed[0]->best(), resumed[1]->best());
+  EXPECT_EQ(resumed[0]->wait(), resumed[1]->wait());
+  EXPECT_EQ(resumed[0]->best_epoch(), resumed[1]->best_epoch());
+  // The next fit, on targets whose loss is far above the restored best.
+  Tensor far = y.clone();
+  for (float& v : std::span<float>(far.data<float>(), static_cast<std::size_t>(far.numel()))) v *= 30.f;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const History h = models[k].fit(x, far, options({resumed[k]}));
+    const std::vector<double>& loss = h["loss"];
+    ASSERT_FALSE(loss.empty());
+    ASSERT_TRUE(resumed[k]->best());
+    EXPECT_DOUBLE_EQ(*resumed[k]->best(), *std::min_element(loss.begin(), loss.end()))
+        << (k == 0 ? "listed before" : "listed after") << " BackupAndRestore, the previous fit's best was kept";
+  }
+}
+
 TEST(BackupAndRestore, ADamagedBackupIsAClearError) {
   const auto [x, y] = data();
   const fs::path dir = fresh_dir();
@@ -214,6 +265,56 @@ TEST(BackupAndRestore, NeverBacksUpTheNonFiniteWeightsOfADivergedRun) {
   EXPECT_EQ(rest.epoch(), (std::vector<int>{2}));
   EXPECT_TRUE(std::isfinite(rest["loss"].back()));
   fs::remove_all(dir);
+}
+
+// Dense -> Dropout(seed 17) -> Dense -> Dropout (unseeded) -> Dense, compiled in the scope of `strategy` when given.
+Sequential make_dropout_model(std::uint64_t seed, distribute::Strategy* strategy = nullptr) {
+  std::optional<distribute::StrategyScope> scope;
+  if (strategy) scope.emplace(strategy->scope());
+  set_random_seed(seed);
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 16, .activation = "tanh"}),
+                layers::Dropout({.rate = 0.4f, .seed = 17}), layers::Dense({.units = 8, .activation = "tanh"}),
+                layers::Dropout({.rate = 0.3f}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD({.learning_rate = 0.05, .momentum = 0.9}), losses::MeanSquaredError());
+  return m;
+}
+
+// Fits `make` uninterrupted, then interrupted at epoch 3 and resumed by a fresh model (other initial weights),
+// and expects the same weights, bit for bit.
+template <class Make> void expect_dropout_resume_equals_uninterrupted(Make make) {
+  const auto [x, y] = data();
+  Sequential reference = make(5);
+  reference.fit(x, y, options({}));
+  const fs::path dir = fresh_dir();
+  Sequential interrupted = make(5);
+  auto crash = std::make_shared<LambdaCallback>(LambdaCallbackOptions{.on_epoch_begin = [](int epoch, const Logs&) {
+    if (epoch == 3) throw std::runtime_error("interrupted");
+  }});
+  EXPECT_THROW(interrupted.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string()), crash})),
+               std::runtime_error);
+  Sequential resumed = make(5);
+  resumed.set_weights(make(99).get_weights());
+  History h = resumed.fit(x, y, options({std::make_shared<BackupAndRestore>(dir.string())}));
+  EXPECT_EQ(h.epoch(), (std::vector<int>{3, 4, 5}));
+  const std::vector<Tensor> got = resumed.get_weights(), want = reference.get_weights();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].to_vector(), want[i].to_vector()) << "weight " << i;
+}
+
+// The masks of a seeded Dropout follow the training's steps, which the backup keeps (and an unseeded one's too).
+TEST(BackupAndRestore, SeededDropoutResumesToTheUninterruptedWeights) {
+  expect_dropout_resume_equals_uninterrupted([](std::uint64_t seed) { return make_dropout_model(seed); });
+}
+
+TEST(BackupAndRestore, DropoutUnderASharedReplicaStrategyResumesToTheUninterruptedWeights) {
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  expect_dropout_resume_equals_uninterrupted([&](std::uint64_t seed) { return make_dropout_model(seed, &strategy); });
+}
+
+TEST(BackupAndRestore, DropoutUnderMirroredVariablesResumesToTheUninterruptedWeights) {
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"}, nullptr, {.mirror_variables = true});
+  expect_dropout_resume_equals_uninterrupted([&](std::uint64_t seed) { return make_dropout_model(seed, &strategy); });
 }
 
 }  // namespace

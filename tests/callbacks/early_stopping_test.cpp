@@ -7,6 +7,7 @@
 
 #include "api/callbacks/callbacks.h"
 #include "api/losses/mean_squared_error.h"
+#include "api/metrics/metrics.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
 #include "layers/dense.h"
@@ -16,7 +17,7 @@ namespace {
 
 Sequential small_model(double lr = 0.1) {
   Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
-  m.compile(optimizers::SGD(lr), losses::MeanSquaredError());
+  m.compile(optimizers::SGD(lr), losses::MeanSquaredError(), {metrics::Accuracy()});
   return m;
 }
 
@@ -83,6 +84,43 @@ TEST(EarlyStopping, ModeAutoMaximizesAccuracy) {
   EarlyStopping forced_min({.monitor = "val_accuracy", .mode = "min"});
   EXPECT_EQ(run(forced_min, m.impl(), "val_accuracy", {0.5, 0.6}), 2);
   EXPECT_THROW(EarlyStopping({.mode = "sideways"}), std::invalid_argument);
+}
+
+// Mode "auto" takes the direction from the compiled metric (Keras 3's Metric._direction), not from its name:
+// precision and recall improve as they rise, errors as they fall.
+TEST(EarlyStopping, ModeAutoFollowsTheMonitoredMetricsDirection) {
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD(0.1), losses::MeanSquaredError(),
+            {metrics::Precision(), metrics::Recall(), metrics::MeanAbsoluteError()});
+  EarlyStopping precision({.monitor = "val_precision", .patience = 1});
+  EXPECT_EQ(run(precision, m.impl(), "val_precision", {0.5, 0.6, 0.7}), 3);
+  EXPECT_DOUBLE_EQ(*precision.best(), 0.7);
+  EarlyStopping recall({.monitor = "recall", .patience = 1});
+  EXPECT_EQ(run(recall, m.impl(), "recall", {0.5, 0.6, 0.55, 0.9}), 3);
+  EarlyStopping error({.monitor = "val_mean_absolute_error", .patience = 1});
+  EXPECT_EQ(run(error, m.impl(), "val_mean_absolute_error", {0.5, 0.4, 0.45, 0.3}), 3);
+  EarlyStopping loss({.monitor = "val_loss", .patience = 1});
+  EXPECT_EQ(run(loss, m.impl(), "val_loss", {0.5, 0.4, 0.45, 0.3}), 3);
+}
+
+// As Keras raises: a monitor that is neither a loss nor a compiled metric with a direction needs mode "min" or
+// "max" (the name alone decides nothing).
+TEST(EarlyStopping, ModeAutoRefusesAMonitorOfUnknownDirection) {
+  Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
+  m.compile(optimizers::SGD(0.1), losses::MeanSquaredError(), {metrics::Mean({.name = "score"})});
+  for (const std::string monitor : {"val_accuracy", "val_score"}) {
+    EarlyStopping es({.monitor = monitor});
+    try {
+      run(es, m.impl(), monitor, {0.5});
+      ADD_FAILURE() << monitor << ": no exception";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("EarlyStopping callback received monitor=" + monitor), std::string::npos) << what;
+      EXPECT_NE(what.find("mode \"max\""), std::string::npos) << what;
+    }
+    EarlyStopping given({.monitor = monitor, .patience = 1, .mode = "max"});
+    EXPECT_EQ(run(given, m.impl(), monitor, {0.5, 0.6, 0.7}), 3);
+  }
 }
 
 TEST(EarlyStopping, StartFromEpochIgnoresTheWarmUp) {

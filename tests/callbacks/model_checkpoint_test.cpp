@@ -12,7 +12,10 @@
 #include "api/losses/mean_squared_error.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
+#include "api/metrics/accuracy_metrics.h"
+#include "api/metrics/confusion_metrics.h"
 #include "layers/dense.h"
+#include "testing/fixtures.h"
 
 namespace tower::callbacks {
 namespace {
@@ -67,6 +70,38 @@ TEST(ModelCheckpoint, FormatErrorsNameTheFilepathAndTheKeys) {
   EXPECT_THROW(fmt("{epoch:x}", {{"epoch", 1}}), std::invalid_argument);
 }
 
+// Python's own str.format of floats (log values) and ints (epoch, batch) for specs combining every part of the
+// mini-language (tests/reference/make_format_spec_fixtures.py): the same text, or an error where Python raises.
+TEST(ModelCheckpoint, FormatSpecsMatchPythonsStrFormat) {
+  const Config doc = testing::read_json_fixture("callbacks/format_spec.json");
+  const Config::List& values = doc.at("values").as_list();
+  int compared = 0;
+  for (const Config& c : doc.at("cases").as_list()) {
+    const std::string spec = c.as_list().at(0).as_string();
+    const Config::List& results = c.as_list().at(1).as_list();
+    ASSERT_EQ(results.size(), values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const std::string text = values[k].at("value").as_string();
+      const bool is_int = values[k].at("int").as_bool();
+      const Logs logs = logs_of({{"x", std::strtod(text.c_str(), nullptr)}});
+      const std::string pattern = "{x:" + spec + "}";
+      const std::vector<std::string> ints = is_int ? std::vector<std::string>{"x"} : std::vector<std::string>{};
+      const auto format = [&] { return detail::python_format(pattern, logs, ints); };
+      ++compared;
+      if (results[k].is_null()) {
+        EXPECT_THROW(format(), std::invalid_argument) << "'" << spec << "' of " << text;
+        continue;
+      }
+      try {
+        EXPECT_EQ(format(), results[k].as_string()) << "'" << spec << "' of " << text;
+      } catch (const std::invalid_argument& e) {
+        ADD_FAILURE() << "'" << spec << "' of " << text << " threw: " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
 TEST(ModelCheckpoint, FloatReprMatchesPython) {
   EXPECT_EQ(detail::python_float_repr(0.1), "0.1");
   EXPECT_EQ(detail::python_float_repr(1.0), "1.0");
@@ -85,7 +120,9 @@ TEST(ModelCheckpoint, FloatReprMatchesPython) {
 
 struct Fixture {
   Sequential model{{InputLayer({.shape = {3}}), layers::Dense({.units = 2})}};
-  Fixture() { model.compile(optimizers::SGD(0.1), losses::MeanSquaredError()); }
+  Fixture() {
+    model.compile(optimizers::SGD(0.1), losses::MeanSquaredError(), {metrics::Accuracy(), metrics::Recall()});
+  }
   void set_all(float v) {
     for (const VariablePtr& w : model.weights()) w->value.fill(v);
   }
@@ -151,6 +188,21 @@ TEST(ModelCheckpoint, ModeAndInitialValueThreshold) {
   for (int e = 0; e < 4; ++e) min_mode.on_epoch_end(e, logs_of({{"val_accuracy", acc[e]}}));
   EXPECT_TRUE(fs::exists(dir / "min-1.weights"));
   EXPECT_FALSE(fs::exists(dir / "min-2.weights"));
+  fs::remove_all(dir);
+}
+
+// Mode "auto" follows the compiled metric's direction: a rising recall is improving (it was minimized by name).
+TEST(ModelCheckpoint, ModeAutoMaximizesRecall) {
+  const fs::path dir = fresh_dir();
+  Fixture f;
+  ModelCheckpoint cb((dir / "r-{epoch}.weights").string(), {.monitor = "val_recall", .save_best_only = true});
+  cb.set_model(&f.model.impl());
+  const std::vector<double> recall = {0.5, 0.6, 0.55};
+  for (int e = 0; e < 3; ++e) cb.on_epoch_end(e, logs_of({{"val_recall", recall[e]}}));
+  EXPECT_TRUE(fs::exists(dir / "r-1.weights"));
+  EXPECT_TRUE(fs::exists(dir / "r-2.weights"));
+  EXPECT_FALSE(fs::exists(dir / "r-3.weights"));
+  EXPECT_DOUBLE_EQ(*cb.best(), 0.6);
   fs::remove_all(dir);
 }
 

@@ -4,7 +4,9 @@
 
 #include <vector>
 
+#include "api/callbacks/learning_rate_scheduler.h"
 #include "api/losses/mean_squared_error.h"
+#include "api/metrics/metrics.h"
 #include "api/models/model.h"
 #include "api/optimizers/sgd.h"
 #include "layers/dense.h"
@@ -14,7 +16,8 @@ namespace {
 
 Sequential small_model(double lr) {
   Sequential m({InputLayer({.shape = {3}}), layers::Dense({.units = 2})});
-  m.compile(optimizers::SGD(lr), losses::MeanSquaredError());
+  m.compile(optimizers::SGD(lr), losses::MeanSquaredError(),
+            {metrics::Accuracy(), metrics::AUC(), metrics::Precision()});
   return m;
 }
 
@@ -79,6 +82,21 @@ TEST(ReduceLROnPlateau, ModeMaxForAccuracy) {
   EXPECT_DOUBLE_EQ(m.optimizer()->learning_rate(), 0.5);
 }
 
+// Mode "auto" follows the compiled metric's direction: a rising precision is improving (it was minimized by name).
+TEST(ReduceLROnPlateau, ModeAutoMaximizesPrecision) {
+  Sequential m = small_model(1.0);
+  ReduceLROnPlateau cb({.monitor = "val_precision", .factor = 0.5, .patience = 1});
+  cb.set_model(&m.impl());
+  cb.on_train_begin(Logs());
+  for (double v : {0.5, 0.6, 0.7}) {
+    Logs logs;
+    logs.set("val_precision", v);
+    cb.on_epoch_end(0, logs);
+  }
+  EXPECT_DOUBLE_EQ(m.optimizer()->learning_rate(), 1.0);
+  EXPECT_DOUBLE_EQ(*cb.best(), 0.7);
+}
+
 TEST(ReduceLROnPlateau, AMissingMonitorWarnsOnceAndChangesNothing) {
   Sequential m = small_model(1.0);
   ReduceLROnPlateau cb({.monitor = "val_auc", .patience = 0});
@@ -95,6 +113,24 @@ TEST(ReduceLROnPlateau, AMissingMonitorWarnsOnceAndChangesNothing) {
 TEST(ReduceLROnPlateau, RejectsAFactorOfOneOrMoreAndUnknownModes) {
   EXPECT_THROW(ReduceLROnPlateau({.factor = 1.0}), std::invalid_argument);
   EXPECT_THROW(ReduceLROnPlateau({.mode = "up"}), std::invalid_argument);
+}
+
+// As in Keras, fit's History has the rate of every epoch under "learning_rate" (the optimizer's float32 value,
+// before the epoch's reduction), with ReduceLROnPlateau as with LearningRateScheduler.
+TEST(ReduceLROnPlateau, HistoryHasTheLearningRate) {
+  const Tensor x = Tensor::full({8, 3}, 1.f), y = Tensor::full({8, 2}, 0.5f);
+  Sequential m = small_model(0.1);
+  auto plateau = std::make_shared<ReduceLROnPlateau>(ReduceLROnPlateauOptions{.monitor = "loss", .factor = 0.5,
+                                                                              .patience = 1, .min_delta = 10.0});
+  History h = m.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .callbacks = {plateau}});
+  ASSERT_TRUE(h.contains("learning_rate"));
+  EXPECT_EQ(h["learning_rate"], (std::vector<double>{0.1f, 0.1f, 0.05f}));
+
+  Sequential scheduled = small_model(0.1);
+  auto schedule = std::make_shared<LearningRateScheduler>([](int epoch, double) { return 0.01 * (epoch + 1); });
+  h = scheduled.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .callbacks = {schedule}});
+  ASSERT_TRUE(h.contains("learning_rate"));
+  EXPECT_EQ(h["learning_rate"], (std::vector<double>{0.01f, 0.02f, 0.03f}));
 }
 
 }  // namespace

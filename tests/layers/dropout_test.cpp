@@ -1,6 +1,14 @@
 #include "layers/dropout.h"
 
+#include <set>
+#include <thread>
+
 #include "api/backend/backend.h"
+#include "api/engine/replica_context.h"
+#include "distribute/mirrored_strategy.h"
+#include "api/losses/mean_squared_error.h"
+#include "api/optimizers/sgd.h"
+#include "layers/dense.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -107,7 +115,7 @@ TEST(Dropout, ASeededLayerRepeatsItsSequenceOfMasks) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a[0], a[1]);
   EXPECT_NE(masks(99, 1)[0], a[0]);
-  // Unseeded layers follow the plan's generator.
+  // Unseeded layers follow the plan's seed.
   EXPECT_NE(masks(std::nullopt, 1)[0], masks(std::nullopt, 2)[0]);
 }
 
@@ -183,20 +191,21 @@ struct TwoDropouts {
   }
 };
 
-// The seeds are the plan's step values: drawn from its generator in step order, as the layers drew them before
-// the seeds moved to device memory, and the op reads them from the uploaded buffer.
-TEST(Dropout, SeedsAreStepValuesDrawnInStepOrder) {
+// The seeds are the plan's step values, derived from the plan's seed and step (and the layer's position): the
+// op reads them from the uploaded buffer, each step and each layer draws its own.
+TEST(Dropout, SeedsAreStepValuesDerivedFromTheStep) {
   TwoDropouts t;
-  Generator g(7);  // make_plan seeds the plan with 7
+  std::vector<std::uint64_t> seen;
   for (int step = 0; step < 2; ++step) {
     t.plan.forward();
-    const std::uint64_t first = g.next_u64(), second = g.next_u64();
+    EXPECT_EQ(t.plan.step_values().step(), static_cast<std::uint64_t>(step));
     ASSERT_EQ(t.plan.step_values().size(), 2);
-    EXPECT_EQ(t.plan.step_values().host_value(0), first);
-    EXPECT_EQ(t.plan.step_values().host_value(1), second);
+    const std::uint64_t first = t.plan.step_values().host_value(0), second = t.plan.step_values().host_value(1);
     EXPECT_EQ(t.plan.output(0).to_vector(), mask_of(first, 200, 0.5f)) << "step " << step;
     EXPECT_EQ(t.plan.output(1).to_vector(), mask_of(second, 200, 0.3f)) << "step " << step;
+    seen.insert(seen.end(), {first, second});
   }
+  EXPECT_EQ(std::set<std::uint64_t>(seen.begin(), seen.end()).size(), 4u);
 }
 
 TEST(Dropout, TheMaskComesFromTheSeedInDeviceMemory) {
@@ -218,14 +227,14 @@ TEST(Dropout, RefreshingTheStepValuesAdvancesTheDrawsAsAForwardWould) {
   refreshed.plan.forward();
   EXPECT_EQ(refreshed.plan.output(0).to_vector(), forwards.plan.output(0).to_vector());
   EXPECT_EQ(refreshed.plan.output(1).to_vector(), forwards.plan.output(1).to_vector());
-  EXPECT_EQ(refreshed.plan.rng().state(), forwards.plan.rng().state());
+  EXPECT_EQ(refreshed.plan.step_values().steps(), 3u);
   // run_forward draws nothing: the same seeds give the same masks.
   refreshed.plan.run_forward();
   EXPECT_EQ(refreshed.plan.output(0).to_vector(), forwards.plan.output(0).to_vector());
-  EXPECT_EQ(refreshed.plan.rng().state(), forwards.plan.rng().state());
+  EXPECT_EQ(refreshed.plan.step_values().steps(), 3u);
 }
 
-TEST(Dropout, ASeededLayersSourceCountsItsCalls) {
+TEST(Dropout, ASeededLayersMasksFollowThePlansSteps) {
   const auto run = [](bool refresh_between) {
     auto in = Input({50});
     Model model(in, layers::Dropout({.rate = 0.5f, .seed = 3})(in));
@@ -248,6 +257,77 @@ TEST(Dropout, ASeededLayersSourceCountsItsCalls) {
   }();
   EXPECT_EQ(run(true), third);
   EXPECT_NE(run(false), third);
+}
+
+// A replica of a strategy as a layer sees it: only its index matters to Dropout.
+class ReplicaAt final : public ReplicaContext {
+ public:
+  explicit ReplicaAt(int id) : id_(id) {}
+  int num_replicas_in_sync() const override { return 2; }
+  int replica_id_in_sync_group() const override { return id_; }
+  void all_reduce_sum(double*, std::size_t) override {}
+  void all_reduce_sum(double*, std::size_t, Device) override {}
+  void all_reduce_sum(float*, std::size_t, Device) override {}
+  void merge_call(const std::function<void()>& fn) override { fn(); }
+  int local_replica_id() const override { return id_; }
+  bool mirrored_variables() const override { return true; }
+  void to_model_variables(std::vector<VariablePtr>&) const override {}
+  void own_copies_diverged() override {}
+
+ private:
+  int id_;
+};
+
+// Mirrored copies of a seeded layer (one model per replica, as replicas holding their own variables have) draw
+// one mask per replica, as tf.distribute's per-replica seeds do, and the same one in every run.
+TEST(Dropout, EachReplicaDrawsItsOwnMaskFromTheSameSeed) {
+  const auto masks = [](int replica) {
+    auto in = Input({50});
+    Model model(in, layers::Dropout({.rate = 0.5f, .seed = 21})(in));
+    ReplicaAt context(replica);
+    PlanOptions o;
+    o.batch_size = 4;
+    o.training = true;
+    o.seed = 1;
+    o.replica = &context;
+    Plan plan(model.impl(), o);
+    const Tensor ones = Tensor::full({4, 50}, 1.f);
+    plan.set_input(0, ones);
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < 2; ++i) {
+      plan.forward();
+      out.push_back(plan.output(0).to_vector());
+    }
+    return out;
+  };
+  const auto r0 = masks(0), r1 = masks(1);
+  EXPECT_NE(r0[0], r1[0]);
+  EXPECT_NE(r0[1], r1[1]);
+  EXPECT_EQ(masks(1), r1);
+}
+
+// A seeded Dropout trained by replicas that share the model's layers (CPU replicas, one thread each): every run
+// ends with the same weights, bit for bit, whatever order the replica threads reach the layer in.
+TEST(Dropout, SeededMasksRepeatBitExactlyUnderASharedReplicaStrategy) {
+  Generator g(3);
+  std::vector<float> xs(48 * 6), ys(48 * 2);
+  for (float& v : xs) v = g.uniform(-1.f, 1.f);
+  for (float& v : ys) v = g.uniform(-1.f, 1.f);
+  const Tensor x = Tensor::from_vector(xs, {48, 6}), y = Tensor::from_vector(ys, {48, 2});
+  const auto train = [&] {
+    distribute::MirroredStrategy strategy({"cpu:0", "cpu:1", "cpu:2"});
+    auto scope = strategy.scope();
+    set_random_seed(8);
+    Sequential m({InputLayer({.shape = {6}}), layers::Dense({.units = 32, .activation = "relu"}),
+                  layers::Dropout({.rate = 0.5f, .seed = 5}), layers::Dense({.units = 2})});
+    m.compile(optimizers::SGD({.learning_rate = 0.1}), losses::MeanSquaredError());
+    m.fit(x, y, {.epochs = 4, .batch_size = 12, .verbose = 0, .shuffle = false});
+    std::vector<std::vector<float>> w;
+    for (const Tensor& t : m.get_weights()) w.push_back(t.to_vector());
+    return w;
+  };
+  const auto first = train();
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(train(), first) << "run " << run + 2;
 }
 
 }  // namespace

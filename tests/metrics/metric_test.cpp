@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/metrics/metrics.h"
+#include "testing/fixtures.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -260,6 +261,24 @@ TEST(MetricApi, PerfectAucIsOne) {
   metrics::AUC pr({.curve = "PR"});
   pr->update_state(floats({0, 0, 1, 1}, {4}), floats({0.1f, 0.3f, 0.6f, 0.9f}, {4}));
   EXPECT_NEAR(pr->result(), 1.0, 1e-12);
+}
+
+// Every metric Tower has goes the way Keras' goes (Metric._direction, which mode "auto" of the monitoring callbacks
+// reads; tests/reference/make_metric_direction_fixtures.py), and a metric added later must say too.
+TEST(MetricApi, EveryMetricHasKerasDirection) {
+  const Config doc = testing::read_json_fixture("losses_metrics/metric_directions.json");
+  const auto all = every_metric();
+  ASSERT_EQ(all.size(), metrics::metric_types().size());
+  for (const metrics::MetricPtr& m : all) {
+    SCOPED_TRACE(m->type());
+    ASSERT_TRUE(doc.at("directions").contains(m->type())) << "add it to make_metric_direction_fixtures.py";
+    const Config& keras = doc.at("directions").at(m->type());
+    const metrics::Direction want = keras.is_null()              ? metrics::Direction::unknown
+                                    : keras.as_string() == "up" ? metrics::Direction::up
+                                                                : metrics::Direction::down;
+    EXPECT_EQ(m->direction(), want);
+    EXPECT_EQ(m->clone()->direction(), want);
+  }
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ TEST(Resume, InterruptedRunsResumeToTheWeightsOfAnUninterruptedRun) {
 }
 
 // Under a MirroredStrategy of two CPU replicas (global batch 2 x 8): each replica's plan has its own dropout
-// generator, and the checkpoint keeps every one.
+// state (seed and steps), and the checkpoint keeps every one.
 TEST(Resume, AMirroredRunResumesToTheSameWeights) {
   const fs::path root = testing::fresh_dir();
   const std::vector<std::string> mirrored = {"strategy={type: mirrored, devices: [cpu:0, cpu:1]}",

@@ -45,7 +45,7 @@ struct RunState {
   // history.csv's size when an epoch-end state was saved (-1: a mid-epoch state, or none): a resumed run cuts the
   // file back to it, so the rows of epochs trained after this state and lost with a crash are not there twice.
   std::int64_t history_bytes = -1;
-  // The generators of the training plans (TrainingLoop::plan_rngs).
+  // The random states (seeds and steps) of the training plans (TrainingLoop::plan_rngs).
   std::vector<tower::detail::TrainingLoop::PlanRng> plans;
   // The values of the states of the run's callbacks that remember something (EarlyStopping, ReduceLROnPlateau),
   // by their position in the list given to RunCheckpoint::watch (training_state.h); their tensors are in the file.
@@ -104,7 +104,7 @@ class RunCheckpoint : public callbacks::Callback {
 // Reads a state file's training state (without applying it). Throws std::runtime_error naming the file.
 RunState read_run_state(const std::string& path);
 // Restores a state file into a compiled model: weights, optimizer slots (building the optimizer first),
-// iterations, a constant learning rate, the plans' generators (making those plans), and the states of
+// iterations, a constant learning rate, the plans' random states (making those plans), and the states of
 // `callbacks` (the list the run's RunCheckpoint watched). Throws std::runtime_error naming the file when it does
 // not match the model, its optimizer or the callbacks.
 RunState restore_run_state(const std::string& path, ModelImpl& model,

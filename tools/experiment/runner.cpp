@@ -42,6 +42,10 @@ class WithParams : public Callback {
   WithParams(CallbackPtr inner, int verbose) : inner_(std::move(inner)), verbose_(verbose) {}
   void set_steps(std::int64_t steps) { steps_ = steps; }
 
+  void before_train_begin(const Logs& logs) override {
+    inner_->set_model(model());
+    inner_->before_train_begin(logs);
+  }
   void on_train_begin(const Logs& logs) override {
     callbacks::Params p = params();
     p.steps = steps_;
@@ -52,6 +56,7 @@ class WithParams : public Callback {
   }
   void on_train_end(const Logs& logs) override { inner_->on_train_end(logs); }
   void on_epoch_begin(int epoch, const Logs& logs) override { inner_->on_epoch_begin(epoch, logs); }
+  void add_epoch_logs(int epoch, Logs& logs) override { inner_->add_epoch_logs(epoch, logs); }
   void on_epoch_end(int epoch, const Logs& logs) override { inner_->on_epoch_end(epoch, logs); }
   void on_train_batch_begin(std::int64_t b, const Logs& logs) override { inner_->on_train_batch_begin(b, logs); }
   void on_train_batch_end(std::int64_t b, const Logs& logs) override { inner_->on_train_batch_end(b, logs); }
