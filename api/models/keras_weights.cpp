@@ -93,42 +93,24 @@ void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
   }
 }
 
+// Keras' _load_container_state: each layer is read from the group its class and place in model.layers name, so a
+// file loads into any model of that structure, whatever its layers are called (the "name" attributes are not read).
 void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Group& group, Staged& staged) {
   if (!group.has_group("layers"))
     throw std::runtime_error(prefix(path) + "no group '" + group.path() +
                              (group.path() == "/" ? "" : "/") + "layers': not a Keras .weights.h5 file");
   const Hdf5Group layers = group.group("layers");
-  // The file's layers by their "name" attribute (Keras 3 writes one on every layer's vars group).
-  std::map<std::string, std::string> by_name;
-  std::vector<std::string> file_names;
-  for (const std::string& child : layers.children()) {
-    const std::string vars = child + "/vars";
-    if (!layers.has_group(vars)) continue;
-    const Hdf5Group g = layers.group(vars);
-    if (!g.has_attribute("name")) continue;
-    by_name.emplace(g.string_attribute("name"), child);
-    file_names.push_back(g.string_attribute("name"));
-  }
   std::map<std::string, int> used;
   for (const LayerPtr& layer : model.layers()) {
-    const std::string keras_group = unique_group_name(layer->type(), used);
+    const std::string child = unique_group_name(layer->type(), used);
     const ModelImpl* nested = as_model(layer);
     const std::vector<VariablePtr> vars = keras3_order(*layer);
     if (vars.empty()) continue;
-    std::string child;
-    if (by_name.empty()) {
-      if (!layers.has_group(keras_group))
-        throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                    ") is not in the file (no group '" + layers.path() + "/" + keras_group + "')");
-      child = keras_group;
-    } else {
-      const auto it = by_name.find(layer->name());
-      if (it == by_name.end())
-        throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                    ") is not in the file, whose layers under '" + layers.path() +
-                                    "' are: " + layer_list(file_names));
-      child = it->second;
-    }
+    if (!layers.has_group(child))
+      throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                  ") is not in the file (no group '" + layers.path() + "/" + child +
+                                  "', the group of its class and place in the model's layers); the groups there are: " +
+                                  layer_list(layers.children()));
     if (nested) {
       read_keras3(path, *nested, layers.group(child), staged);
       continue;
@@ -161,6 +143,27 @@ bool read_chunked_list(const Hdf5Group& group, const std::string& name, std::vec
   return true;
 }
 
+// Keras names a nested model's weights by their paths ("inner_conv/kernel", Keras 2 "inner_conv/kernel:0"): the
+// file's datasets in `vars`' order when each of `vars` is named once, else `weight_names` as they are.
+std::vector<std::string> by_weight_path(const std::vector<VariablePtr>& vars, const std::vector<std::string>& weight_names) {
+  if (weight_names.size() != vars.size()) return weight_names;
+  std::map<std::string, std::string> dataset_of;
+  for (const std::string& w : weight_names) {
+    const bool tf_suffix = w.size() > 2 && w.compare(w.size() - 2, 2, ":0") == 0;
+    dataset_of.emplace(tf_suffix ? w.substr(0, w.size() - 2) : w, w);
+  }
+  std::vector<std::string> out;
+  for (const VariablePtr& v : vars) {
+    const auto it = dataset_of.find(v->path);
+    if (it == dataset_of.end()) return weight_names;
+    out.push_back(it->second);
+    dataset_of.erase(it);
+  }
+  return out;
+}
+
+// Keras' load_weights_from_hdf5_group: the model's layers with weights take the file's layers with weights by
+// position, whatever either is called; so do a layer's weights.
 void read_legacy(const std::string& path, const ModelImpl& model, const Hdf5File& file, Staged& staged) {
   Hdf5Group root = file;
   std::vector<std::string> layer_names;
@@ -174,23 +177,40 @@ void read_legacy(const std::string& path, const ModelImpl& model, const Hdf5File
       throw std::runtime_error(prefix(path) + "no attribute 'layer_names' in '/model_weights': not a Keras .h5 "
                                               "weights file");
   }
-  for (const LayerPtr& layer : model.layers()) {
-    const std::vector<VariablePtr> vars = legacy_order(*layer);
-    if (vars.empty()) continue;
-    bool listed = false;
-    for (const std::string& n : layer_names) listed = listed || n == layer->name();
-    if (!listed || !root.has_group(layer->name()))
-      throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                  ") is not in the file, whose layers are: " + layer_list(layer_names));
-    const Hdf5Group g = root.group(layer->name());
+  std::vector<LayerPtr> model_layers;
+  std::vector<std::string> model_names;
+  for (const LayerPtr& layer : model.layers())
+    if (!legacy_order(*layer).empty()) {
+      model_layers.push_back(layer);
+      model_names.push_back(layer->name());
+    }
+  std::vector<std::string> file_layers;
+  std::vector<std::vector<std::string>> file_weights;
+  for (const std::string& name : layer_names) {
+    if (!root.has_group(name))
+      throw std::runtime_error(prefix(path) + "layer_names of '" + root.path() + "' lists '" + name +
+                               "', which is not a group there");
+    const Hdf5Group g = root.group(name);
     std::vector<std::string> weight_names;
-    if (!read_chunked_list(g, "weight_names", weight_names))
-      throw std::runtime_error(prefix(path) + "group '" + g.path() + "' has no attribute 'weight_names'");
+    read_chunked_list(g, "weight_names", weight_names);  // none: a layer without weights, as Keras reads it
+    if (weight_names.empty()) continue;
     for (const std::string& w : weight_names)
       if (!g.has_dataset(w))
         throw std::runtime_error(prefix(path) + "weight_names of '" + g.path() + "' lists '" + w +
                                  "', which is not a dataset there");
-    stage(path, *layer, vars, g, weight_names, staged);
+    file_layers.push_back(name);
+    file_weights.push_back(std::move(weight_names));
+  }
+  if (file_layers.size() != model_layers.size())
+    throw std::invalid_argument(prefix(path) + "layer count mismatch: the model has " +
+                                std::to_string(model_layers.size()) + " layers with weights (" +
+                                layer_list(model_names) + "), the file " + std::to_string(file_layers.size()) +
+                                " (" + layer_list(file_layers) + ")");
+  for (std::size_t k = 0; k < model_layers.size(); ++k) {
+    const LayerPtr& layer = model_layers[k];
+    const std::vector<VariablePtr> vars = legacy_order(*layer);
+    const std::vector<std::string> datasets = as_model(layer) ? by_weight_path(vars, file_weights[k]) : file_weights[k];
+    stage(path, *layer, vars, root.group(file_layers[k]), datasets, staged);
   }
 }
 

@@ -15,9 +15,14 @@
 //     trainable_weights + non_trainable_weights (a nested model is one such group holding all its weights).
 //     A list too long for one HDF5 attribute is split into layer_names0, layer_names1, ... as Keras does.
 //
-// Loading matches the model's layers to the file's BY LAYER NAME (a Keras 3 file's "name" attributes; a Keras
-// 3 file without them is matched by Keras' own group names) and, within a layer, weights by position, as
-// Keras does. Layers without weights need not be in the file; the file may hold layers the model lacks.
+// Loading follows Keras, which matches by structure, never by layer name: a Keras 3 file's layer is read from the
+// group its class and place in model.layers name (the "name" attributes are not read; the file may hold more
+// groups than the model has layers), a legacy file's layers with weights are taken in order by the model's
+// layers with weights (their counts must agree: Keras' "Layer count mismatch"), and within a layer weights go
+// by position. A file therefore loads into any model of the same structure, whatever its layers are called;
+// both rely on Tower listing layers in Keras' order (ModelImpl::layers). In a legacy file a nested model's
+// group lists its weights by path ("inner_conv/kernel", Keras 2 "inner_conv/kernel:0"); when these name each of
+// the nested model's weights once they are read by name, else by position as Keras reads them.
 // Keras and Tower store kernels alike (Conv2D [kh, kw, in, out], DepthwiseConv2D [kh, kw, in, multiplier],
 // Dense [in, out]), so values are copied unchanged. Only float32 tensors are written; any integer or float
 // dataset is read (converted to float32).
@@ -44,9 +49,11 @@ void save_keras_weights(const ModelImpl& model, const std::string& path);
 // Every weight is checked before any is assigned, so a failed load leaves the model unchanged. Throws
 //   std::runtime_error      naming the path when the file is missing, not an HDF5 file, not in the expected
 //                           layout, or unreadable;
-//   std::invalid_argument   naming the path and the layer when a layer with weights is not in the file, when
-//                           the file holds another number of weights for it (both counts), or when a weight's
-//                           shape differs (the weight and both shapes).
+//   std::invalid_argument   naming the path and the layer when a layer with weights has no group in a Keras 3
+//                           file (the group expected and those there), when a legacy file holds another number
+//                           of layers with weights (both counts and both lists of names), when the file holds
+//                           another number of weights for a layer (both counts), or when a weight's shape
+//                           differs (the weight and both shapes).
 // The file is parsed by Tower's own HDF5 reader (io::Hdf5File), so a damaged file gives one of these errors,
 // never a crash or a hang.
 void load_keras_weights(ModelImpl& model, const std::string& path);

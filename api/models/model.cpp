@@ -72,6 +72,49 @@ void collect_trainable(const ModelImpl& model, std::vector<VariablePtr>& out, st
   }
 }
 
+// Keras' map_graph (keras/src/ops/function.py): see ModelImpl::layers().
+std::vector<LayerPtr> layers_in_keras_order(const Graph& graph) {
+  // Keras' _build_map: a depth-first walk from the outputs numbers the layers as it first meets them and lists
+  // each node after its inputs.
+  std::unordered_map<const Layer*, int> first_met;
+  std::unordered_set<const Node*> finished;
+  std::vector<const Node*> inputs_first;
+  std::function<void(const Node*)> walk = [&](const Node* node) {
+    if (finished.count(node)) return;
+    first_met.emplace(node->layer().get(), static_cast<int>(first_met.size()));
+    for (const SymbolicTensor& in : node->inputs()) walk(in.node());
+    finished.insert(node);
+    inputs_first.push_back(node);
+  };
+  for (const SymbolicTensor& out : graph.outputs) walk(out.node());
+
+  // Depths from the outputs down, a layer as deep as its deepest call.
+  std::unordered_map<const Node*, int> node_depth;
+  std::unordered_map<const Layer*, int> layer_depth;
+  std::vector<LayerPtr> layers;
+  for (auto it = inputs_first.rbegin(); it != inputs_first.rend(); ++it) {
+    const Node* node = *it;
+    const auto [at, added] = layer_depth.emplace(node->layer().get(), 0);
+    if (added) layers.push_back(node->layer());
+    const int depth = std::max(node_depth[node], at->second);
+    at->second = depth;
+    for (const SymbolicTensor& in : node->inputs()) {
+      int& d = node_depth[in.node()];
+      d = std::max(d, depth + 1);
+    }
+  }
+  for (const SymbolicTensor& in : graph.inputs)
+    if (layer_depth.emplace(&in.layer(), 0).second) {
+      first_met[&in.layer()] = -1;
+      layers.push_back(in.node()->layer());
+    }
+  std::stable_sort(layers.begin(), layers.end(), [&](const LayerPtr& a, const LayerPtr& b) {
+    const int da = layer_depth.at(a.get()), db = layer_depth.at(b.get());
+    return da != db ? da > db : first_met.at(a.get()) < first_met.at(b.get());
+  });
+  return layers;
+}
+
 }  // namespace
 
 void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs) {
@@ -132,13 +175,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   training_loop_->invalidate_step_graphs();
 }
 
-std::vector<LayerPtr> ModelImpl::layers() const {
-  std::vector<LayerPtr> out;
-  std::unordered_set<const Layer*> seen;
-  for (const auto& node : graph_.nodes)
-    if (seen.insert(node->layer().get()).second) out.push_back(node->layer());
-  return out;
-}
+std::vector<LayerPtr> ModelImpl::layers() const { return layers_in_keras_order(graph_); }
 
 LayerPtr ModelImpl::get_layer(const std::string& layer_name) const {
   std::string names;

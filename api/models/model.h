@@ -32,7 +32,13 @@ class ModelImpl : public Layer {
   const std::vector<std::shared_ptr<Node>>& nodes() const { return graph_.nodes; }
   // A model is a layer with a graph: the plan inlines a nested model's graph.
   const Graph* graph() const override { return has_graph() ? &graph_ : nullptr; }
-  // Distinct layers in graph order; Keras lists a functional model's InputLayers, not a Sequential's.
+  // Distinct layers in Keras' order, which model.layers, summary(), weights() and the weight files follow
+  // (keras/src/ops/function.py map_graph) and which depends on the graph alone, never on the order its layers
+  // were made or called in: deepest first, where a node's depth is the length of the longest path from it to an
+  // output and a layer's the greatest depth of its calls; layers of one depth in the order a depth-first walk
+  // from the outputs (each node's inputs in order) first meets them; an input no output depends on at depth 0,
+  // first among that depth. Keras lists a functional model's InputLayers, not a Sequential's (its layers in the
+  // order added).
   virtual std::vector<LayerPtr> layers() const;
   // Throws std::invalid_argument listing the layer names when there is none of that name.
   LayerPtr get_layer(const std::string& name) const;
@@ -132,10 +138,10 @@ class ModelImpl : public Layer {
   // no legacy files either); any other path gets a Tower weights file (io/weights_file.h).
   void save_weights(const std::string& path) const;
   // ".weights.h5" (Keras 3) and ".h5" / ".hdf5" (Keras' legacy layout, e.g. Keras' applications weights)
-  // files are matched to the model by layer name, and by position within a layer (io/keras_weights.h); any
-  // other path is a Tower weights file, matched by position. A missing layer or a count or shape mismatch
-  // throws, naming the file, the layer or weight and both counts or shapes, and leaves the model's weights
-  // unchanged.
+  // files are matched to the model by structure as Keras does, whatever the layers are called
+  // (io/keras_weights.h); any other path is a Tower weights file, matched by weight path when the file names
+  // each of the model's weights once, else by position. A missing layer or a count or shape mismatch throws,
+  // naming the file, the layer or weight and both counts or shapes, and leaves the model's weights unchanged.
   void load_weights(const std::string& path);
   // load_weights from an already read file (`path` names it in errors).
   void assign_weights(const io::WeightsFile& file, const std::string& path);

@@ -1,4 +1,7 @@
 // ModelImpl and Model: weights, weight files, model files and model_from_config.
+#include <unordered_map>
+#include <unordered_set>
+
 #include "api/core/allocator.h"
 #include "api/engine/layer_registry.h"
 #include "api/io/weights_file.h"
@@ -48,19 +51,37 @@ void ModelImpl::weights_written() {
   if (replicas_) replicas_->sync_from_model();
 }
 
+namespace {
+
+// The file's tensor for each of `ws`: by path when the file names each of them once (a file of this architecture,
+// whatever order it lists them in), else by position.
+std::vector<const io::NamedTensor*> match_weights(const std::vector<VariablePtr>& ws, const io::WeightsFile& file) {
+  std::unordered_map<std::string, const io::NamedTensor*> by_path;
+  for (const io::NamedTensor& t : file.weights) by_path.emplace(t.name, &t);
+  std::unordered_set<std::string> model_paths;
+  bool by_name = by_path.size() == file.weights.size();
+  for (const VariablePtr& v : ws) by_name = by_name && model_paths.insert(v->path).second && by_path.count(v->path);
+  std::vector<const io::NamedTensor*> out;
+  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(by_name ? by_path.at(ws[i]->path) : &file.weights[i]);
+  return out;
+}
+
+}  // namespace
+
 void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& path) {
   const std::vector<VariablePtr> ws = weights();
   if (file.weights.size() != ws.size())
     throw std::invalid_argument("weights file '" + path + "' holds " + std::to_string(file.weights.size()) +
                                 " weights, model '" + name() + "' has " + std::to_string(ws.size()) +
                                 " (a file from another model?)");
+  const std::vector<const io::NamedTensor*> values = match_weights(ws, file);
   for (std::size_t i = 0; i < ws.size(); ++i)
-    if (file.weights[i].value.shape() != ws[i]->value.shape())
+    if (values[i]->value.shape() != ws[i]->value.shape())
       throw std::invalid_argument("weights file '" + path + "': weight " + std::to_string(i) + " ('" +
-                                  file.weights[i].name + "') has shape " + file.weights[i].value.shape().to_string() +
+                                  values[i]->name + "') has shape " + values[i]->value.shape().to_string() +
                                   ", model weight '" + ws[i]->path + "' has shape " +
                                   ws[i]->value.shape().to_string() + " (a file from another model?)");
-  for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->value.copy_from(file.weights[i].value);
+  for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->value.copy_from(values[i]->value);
   weights_written();
 }
 

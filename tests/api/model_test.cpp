@@ -129,6 +129,44 @@ TEST(Model, LayerNamesAreUniquePerType) {
   EXPECT_EQ(to_snake_case("GlobalAveragePooling2D"), "global_average_pooling2d");
 }
 
+std::vector<std::string> layer_names(const Model& m) {
+  std::vector<std::string> out;
+  for (const LayerPtr& l : m.layers()) out.push_back(l->name());
+  return out;
+}
+
+std::vector<std::string> weight_paths(const Model& m) {
+  std::vector<std::string> out;
+  for (const VariablePtr& v : m.weights()) out.push_back(v->path);
+  return out;
+}
+
+TEST(Model, LayersAreInKerasOrderNotCreationOrder) {
+  // Keras 3 (keras/src/ops/function.py map_graph) orders a functional model's layers by depth from the outputs,
+  // ties in the order a walk from the outputs first meets them; the lists below are Keras 3.15's.
+  auto x = Input({3}, "x");
+  auto a = Dense({.units = 3, .name = "a1"})(x);
+  a = Dense({.units = 3, .name = "a2"})(a);
+  auto b = Dense({.units = 3, .name = "b1"})(x);
+  Model m(x, layers::Add({.name = "add"})({b, a}), "branches");
+  EXPECT_EQ(layer_names(m), (std::vector<std::string>{"x", "a1", "b1", "a2", "add"}));
+  EXPECT_EQ(weight_paths(m), (std::vector<std::string>{"a1/kernel", "a1/bias", "b1/kernel", "b1/bias", "a2/kernel",
+                                                       "a2/bias"}));
+  const std::string text = m.summary_string();
+  EXPECT_LT(text.find("b1 (Dense)"), text.find("a2 (Dense)")) << text;
+
+  // A shared layer sits at its deepest call; an unused input comes first among the layers as deep as an output.
+  auto in = Input({4}, "in");
+  auto unused = Input({4}, "unused");
+  Dense shared({.units = 4, .name = "A"});
+  auto a1 = shared(in);
+  auto a2 = shared(Dense({.units = 4, .name = "B"})(a1));
+  auto c = Dense({.units = 3, .name = "C"})(a2);
+  auto d = Dense({.units = 3, .name = "D"})(a1);
+  Model s({in, unused}, {layers::Concatenate({.name = "cat"})({c, d}), d}, "shared");
+  EXPECT_EQ(layer_names(s), (std::vector<std::string>{"in", "A", "B", "C", "D", "unused", "cat"}));
+}
+
 TEST(Model, ConfigListsLayersAndTheirInboundNodes) {
   auto x = Input({4}, "x");
   auto y = Dense({.units = 2, .name = "out"})(x);

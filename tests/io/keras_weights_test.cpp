@@ -1,7 +1,7 @@
-// Keras weight files against Keras itself: tests/reference/keras_weights/convnet.* and nested.* were written by
-// Keras (tests/reference/make_keras_weights_fixtures.py) for a small convnet and a model nesting another, which
-// convnet() and nested() below rebuild in Tower with the same layer names. Tower loads each file and must
-// reproduce Keras' outputs stored beside them.
+// Keras weight files against Keras itself: tests/reference/keras_weights/convnet.*, nested.*, resnet.* and
+// branched.* were written by Keras (tests/reference/make_keras_weights_fixtures.py) for a small convnet, a model
+// nesting another, a ResNet-style block whose shortcut is made first and a nested branched model, which the
+// functions below rebuild in Tower. Tower loads each file and must reproduce Keras' outputs stored beside them.
 #include "api/models/keras_weights.h"
 
 #include <unistd.h>
@@ -22,10 +22,12 @@ namespace fs = std::filesystem;
 using testing::keras_weights_fixture;
 
 struct ConvnetVariant {
-  bool branch_b_first = false;  // call branch_b before branch_a: Tower's layer order then differs from Keras'
+  bool branch_b_first = false;  // call branch_b before branch_a: Keras' layer order stays the same
   bool branch_a_bias = true;
   int logits_units = 5;
   std::string logits_name = "logits";
+  bool logits = true;        // false: no Dense at the end (one layer with weights fewer than the files)
+  bool extra_dense = false;  // a Dense "extra" after logits (one layer with weights more than the files)
 };
 
 // The fixture script's convnet(), layer for layer.
@@ -50,7 +52,8 @@ Model convnet(const ConvnetVariant& v = {}) {
   }
   y = layers::Subtract({.name = "subtract"})({a, b});
   y = layers::GlobalAveragePooling2D({.name = "pool"})(y);
-  y = layers::Dense({.units = v.logits_units, .name = v.logits_name})(y);
+  if (v.logits) y = layers::Dense({.units = v.logits_units, .name = v.logits_name})(y);
+  if (v.extra_dense) y = layers::Dense({.units = 2, .name = "extra"})(y);
   return Model(x, y, "convnet");
 }
 
@@ -68,7 +71,48 @@ Model nested() {
   return Model(z_in, z, "outer");
 }
 
-Model fixture_model(const std::string& name) { return name == "nested" ? nested() : convnet(); }
+// The fixture script's resnet(): the shortcut is made first, yet Keras lists it after conv_b. With
+// `keras_names` false every layer gets Tower's automatic name (conv2d_7, ...), which Keras' loading ignores.
+Model resnet(bool keras_names = true) {
+  const auto n = [&](const char* name) { return keras_names ? std::string(name) : std::string(); };
+  SymbolicTensor x = Input({6, 6, 3}, n("image"));
+  SymbolicTensor shortcut = layers::Conv2D({.filters = 4, .kernel_size = 1, .name = n("shortcut")})(x);
+  SymbolicTensor y = layers::Conv2D({.filters = 4, .kernel_size = 1, .name = n("conv_a")})(x);
+  y = layers::BatchNormalization({.name = n("bn_a")})(y);
+  y = layers::ReLU({.name = n("relu_a")})(y);
+  y = layers::Conv2D({.filters = 4, .kernel_size = 1, .name = n("conv_b")})(y);
+  y = layers::BatchNormalization({.name = n("bn_b")})(y);
+  y = layers::Add({.name = n("add")})({y, shortcut});
+  y = layers::ReLU({.name = n("relu")})(y);
+  y = layers::GlobalAveragePooling2D({.name = n("pool")})(y);
+  y = layers::Dense({.units = 3, .name = n("logits")})(y);
+  return Model(x, y, keras_names ? "resnet" : "");
+}
+
+// The fixture script's branched(): a nested model whose layers Keras lists block_in, a1, b1, a2, block_add.
+Model branched() {
+  SymbolicTensor x = Input({5}, "block_in");
+  SymbolicTensor a = layers::Dense({.units = 5, .name = "a1"})(x);
+  a = layers::Dense({.units = 5, .name = "a2"})(a);
+  SymbolicTensor b = layers::Dense({.units = 5, .name = "b1"})(x);
+  Model block(x, layers::Add({.name = "block_add"})({b, a}), "block");
+  SymbolicTensor z_in = Input({5}, "features");
+  SymbolicTensor z = layers::Dense({.units = 2, .name = "head"})(block(z_in));
+  return Model(z_in, z, "branched");
+}
+
+Model fixture_model(const std::string& name) {
+  if (name == "nested") return nested();
+  if (name == "resnet") return resnet();
+  if (name == "branched") return branched();
+  return convnet();
+}
+
+std::vector<std::string> layer_names(const ModelImpl& m) {
+  std::vector<std::string> out;
+  for (const LayerPtr& l : m.layers()) out.push_back(l->name());
+  return out;
+}
 
 fs::path temp_dir() {
   fs::path d = fs::temp_directory_path() / ("tower_keras_weights_" + std::to_string(::getpid()));
@@ -100,10 +144,15 @@ TEST(KerasWeights, FormatIsChosenByTheFileName) {
 
 TEST(KerasWeights, KerasLayerOrderIsTowers) {
   // Keras 3 files address layers by class and position in model.layers; Tower writes them the same way.
-  const testing::KerasOutputsFixture f = testing::read_keras_outputs("convnet");
-  std::vector<std::string> names;
-  for (const LayerPtr& l : convnet().layers()) names.push_back(l->name());
-  EXPECT_EQ(names, f.layers);
+  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
+    SCOPED_TRACE(name);
+    const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
+    const Model m = fixture_model(name);
+    EXPECT_EQ(layer_names(m.impl()), f.layers);
+    for (const auto& [nested_name, names] : f.nested_layers)
+      EXPECT_EQ(layer_names(dynamic_cast<const ModelImpl&>(*m.impl().get_layer(nested_name))), names) << nested_name;
+  }
+  EXPECT_EQ(layer_names(convnet({.branch_b_first = true}).impl()), testing::read_keras_outputs("convnet").layers);
 }
 
 TEST(KerasWeights, LoadsKeras3WeightsH5) { expect_loads_like_keras(keras_weights_fixture("convnet.weights.h5")); }
@@ -132,15 +181,39 @@ TEST(KerasWeights, LoadsNestedModels) {
   }
 }
 
-TEST(KerasWeights, MatchesLayersByNameNotByPosition) {
-  // branch_a and branch_b have the same shapes, so matching by position would swap them without an error
-  // and change the output's sign.
-  Model swapped = convnet({.branch_b_first = true});
-  std::vector<std::string> order;
-  for (const LayerPtr& l : swapped.layers()) order.push_back(l->name());
-  ASSERT_LT(std::find(order.begin(), order.end(), "branch_b"), std::find(order.begin(), order.end(), "branch_a"));
+TEST(KerasWeights, LoadsInKerasLayerOrderWhateverOrderTheLayersWereCalledIn) {
+  // branch_a and branch_b have the same shapes: read in call order, they would swap without an error and
+  // change the output's sign.
   expect_loads_like_keras(keras_weights_fixture("convnet.weights.h5"), {.branch_b_first = true});
   expect_loads_like_keras(keras_weights_fixture("convnet.h5"), {.branch_b_first = true});
+}
+
+// Loads `file` into `m` and compares its outputs on `fixture`'s inputs with Keras'.
+void expect_outputs_like_keras(Model m, const std::string& fixture, const std::string& file) {
+  SCOPED_TRACE(file);
+  const testing::KerasOutputsFixture f = testing::read_keras_outputs(fixture);
+  m.load_weights(keras_weights_fixture(file));
+  testing::expect_near(m.predict(f.inputs), f.outputs, 1e-6f, 0.f, fixture + " outputs");
+}
+
+TEST(KerasWeights, LoadsBranchedModelsLikeKeras) {
+  // resnet: the shortcut (made first) and conv_a have one shape; branched: a1, a2 and b1 have one shape. Keras'
+  // files hold them in Keras' layer order, with and without the name attributes Keras 3.6+ writes.
+  for (const char* file : {"resnet.weights.h5", "resnet_unnamed.weights.h5", "resnet.h5"})
+    expect_outputs_like_keras(resnet(), "resnet", file);
+  for (const char* file : {"branched.weights.h5", "branched.h5"}) expect_outputs_like_keras(branched(), "branched", file);
+}
+
+TEST(KerasWeights, LoadsByStructureWhateverTheLayersAreNamed) {
+  // Keras 3 reads a .weights.h5 by its group names (class and position in model.layers) and a legacy .h5 by
+  // position, so a file loads into any model of that structure: here every layer has an automatic name, and
+  // how many layers the process made before changes those names.
+  for (int made_before = 0; made_before < 2; ++made_before) {
+    for (int i = 0; i < made_before; ++i) layers::Dense({.units = 1});
+    for (const char* file : {"resnet.weights.h5", "resnet_unnamed.weights.h5", "resnet.h5"})
+      expect_outputs_like_keras(resnet(false), "resnet", file);
+  }
+  expect_loads_like_keras(keras_weights_fixture("convnet_keras2.h5"), {.logits_name = "head"});
 }
 
 TEST(KerasWeights, RoundTripThroughWeightsH5IsExact) {
@@ -170,7 +243,7 @@ void list_tree(const io::Hdf5Group& g, std::map<std::string, std::string>& out) 
 
 TEST(KerasWeights, WritesKerasOwnGroupLayout) {
   // Every group, dataset shape and name attribute, as Keras writes them for the same model.
-  for (const std::string name : {"convnet", "nested"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
     SCOPED_TRACE(name);
     const fs::path p = temp_dir() / (name + "_layout.weights.h5");
     fixture_model(name).save_weights(p.string());
@@ -181,6 +254,10 @@ TEST(KerasWeights, WritesKerasOwnGroupLayout) {
     if (name == "convnet") {
       EXPECT_EQ(tower["/layers/conv2d_1/vars"], "name=branch_a");
       EXPECT_EQ(tower["/layers/batch_normalization_1/vars/3"], "(8,)");
+    } else if (name == "resnet") {
+      EXPECT_EQ(tower["/layers/conv2d_2/vars"], "name=shortcut");
+    } else if (name == "branched") {
+      EXPECT_EQ(tower["/layers/functional/layers/dense_1/vars"], "name=b1");
     } else {
       EXPECT_EQ(tower["/layers/functional/vars"], "name=inner");
       EXPECT_EQ(tower["/layers/functional/layers/conv2d/vars/0"], "(3, 3, 2, 4)");
@@ -192,7 +269,7 @@ TEST(KerasWeights, WritesFilesForKeras) {
   // With TOWER_KERAS_CHECK_DIR set, make_keras_weights_fixtures.py --check-tower then loads these files into
   // Keras and compares Keras' outputs with Tower's (see the script).
   const std::string dir = testing::keras_check_dir();
-  for (const std::string name : {"convnet", "nested"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
     SCOPED_TRACE(name);
     const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
     Model m = fixture_model(name);
@@ -272,9 +349,23 @@ TEST(KerasWeightsErrors, Hdf5FileInTheOtherLayout) {
 }
 
 TEST(KerasWeightsErrors, LayerMissingFromTheFile) {
-  Model m = convnet({.logits_name = "head"});
-  for (const char* name : {"convnet.weights.h5", "convnet.h5", "convnet_keras2.h5"})
-    expect_load_fails(m, keras_weights_fixture(name), {"layer 'head' (Dense) is not in the file", "logits"}, true);
+  // Keras: "Layer 'dense_1' expected 2 variables, but received 0" (.weights.h5), "Layer count mismatch" (.h5).
+  Model m = convnet({.extra_dense = true});
+  expect_load_fails(m, keras_weights_fixture("convnet.weights.h5"),
+                    {"layer 'extra' (Dense) is not in the file", "no group '/layers/dense_1'"}, true);
+  for (const char* name : {"convnet.h5", "convnet_keras2.h5"})
+    expect_load_fails(m, keras_weights_fixture(name),
+                      {"layer count mismatch", "the model has 8 layers with weights", "the file 7"}, true);
+}
+
+TEST(KerasWeightsErrors, LegacyFileWithMoreLayersThanTheModel) {
+  // Keras raises "Layer count mismatch" here; a Keras 3 .weights.h5 may hold more layers (Keras reads the ones it
+  // needs by group name).
+  Model m = convnet({.logits = false});
+  for (const char* name : {"convnet.h5", "convnet_keras2.h5"})
+    expect_load_fails(m, keras_weights_fixture(name),
+                      {"layer count mismatch", "the model has 6 layers with weights", "the file 7", "logits"}, true);
+  EXPECT_NO_THROW(m.load_weights(keras_weights_fixture("convnet.weights.h5")));
 }
 
 TEST(KerasWeightsErrors, WeightCountMismatch) {

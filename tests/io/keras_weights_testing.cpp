@@ -24,6 +24,9 @@ KerasOutputsFixture read_keras_outputs(const std::string& name) {
   for (const Config& l : doc.at("layers").as_list()) f.layers.push_back(l.as_string());
   f.inputs = fixture_tensor(doc.at("inputs"));
   f.outputs = fixture_tensor(doc.at("outputs"));
+  if (doc.contains("nested_layers"))
+    for (const auto& [model, names] : doc.at("nested_layers").as_map())
+      for (const Config& l : names.as_list()) f.nested_layers[model].push_back(l.as_string());
   return f;
 }
 

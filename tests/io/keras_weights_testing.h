@@ -26,6 +26,8 @@ struct KerasOutputsFixture {
   std::vector<std::string> layers;  // Keras' model.layers names, in order
   Tensor inputs;                    // [batch, h, w, c]
   Tensor outputs;                   // Keras' model(inputs, training=False)
+  // For each nested model among `layers`, its own layers' names in Keras' order.
+  std::map<std::string, std::vector<std::string>> nested_layers;
 };
 // Reads keras_weights/<name>.json; throws naming the file when it is missing or malformed.
 KerasOutputsFixture read_keras_outputs(const std::string& name);

@@ -6,7 +6,7 @@ Install and run (from the repository root; any machine, CPU only):
     python3 -m pip install tensorflow-cpu keras h5py       # Keras 3 on the TensorFlow backend
     python3 tests/reference/make_keras_weights_fixtures.py  # rewrites tests/reference/keras_weights/*
 
-Three models, each built in Keras here and in Tower by the C++ tests with the same layer names:
+Five models, each built in Keras here and in Tower by the C++ tests with the same layer names:
 
   convnet        Input 8x8x3 -> Conv2D "stem" (3x3, stride 2, no bias) -> BatchNormalization "stem_bn" ->
                  ReLU(6) -> DepthwiseConv2D "dw" (3x3) -> BatchNormalization "dw_bn" -> ReLU, then two
@@ -18,6 +18,18 @@ Three models, each built in Keras here and in Tower by the C++ tests with the sa
                  BatchNormalization "inner_bn") -> GlobalAveragePooling2D -> Dense "head" (3): a model inside
                  a model (Keras 3 files nest its groups under layers/functional/; the legacy layout keeps all
                  its weights in one group "inner"). Weights as convnet's.
+  resnet         Input 6x6x3 "image" -> Conv2D "shortcut" (1x1, 4) created first, then the residual branch
+                 Conv2D "conv_a" (1x1, 4) -> BatchNormalization "bn_a" -> ReLU "relu_a" -> Conv2D "conv_b" (1x1, 4)
+                 -> BatchNormalization "bn_b", Add "add" ([branch, shortcut]) -> ReLU "relu" ->
+                 GlobalAveragePooling2D "pool" -> Dense "logits" (3): a ResNet-style block. Keras orders
+                 model.layers by depth from the outputs, so "shortcut" comes after "conv_b" although it was made
+                 first; "shortcut" and "conv_a" have one shape, so a file read in creation order swaps them
+                 silently. Weights as convnet's.
+  branched       Input 5 "features" -> the model "block" (Input 5 "block_in" -> Dense "a1" (5) -> Dense "a2" (5),
+                 Dense "b1" (5) on block_in, Add "block_add" ([b1, a2])) -> Dense "head" (2): a nested branched
+                 model, whose layers Keras orders block_in, a1, b1, a2, block_add (not in creation order); the
+                 legacy layout keeps the nested model's weights in one group in that order. Weights as
+                 convnet's.
   mobilenet_v2   keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False,
                  pooling="avg", weights=None): Keras' own initialisers under keras.utils.set_random_seed, then
                  every BatchNormalization's statistics and affine parameters randomised as above, so the
@@ -39,6 +51,11 @@ Files in tests/reference/keras_weights/:
   convnet.json              {"layers": Keras' model.layers names, "inputs": {shape, data},
                              "outputs": {shape, data}} (inference mode; data flattened row-major, NHWC)
   nested.weights.h5, nested.h5, nested.json      as convnet's
+  resnet.weights.h5, resnet.h5, resnet.json      as convnet's
+  resnet_unnamed.weights.h5 resnet.weights.h5 without the vars groups' "name" attributes (Keras 3 before 3.6
+                            wrote none; Keras loads either by its group names alone)
+  branched.weights.h5, branched.h5, branched.json as convnet's ("inputs" and "outputs" are [batch, features]),
+                            with "nested_layers": {"block": Keras' block.layers names, in order}
   mobilenet_v2.weights.h5   model.save_weights
   mobilenet_v2.h5           Keras' legacy writer at the root
   mobilenet_v2.json         as convnet.json (two 96x96x3 images in [-1, 1] on a 1/128 grid; outputs are the
@@ -125,6 +142,33 @@ def nested():
     return keras.Model(z_in, z, name="outer")
 
 
+def resnet():
+    x = keras.Input((6, 6, 3), name="image")
+    shortcut = keras.layers.Conv2D(4, 1, name="shortcut")(x)
+    y = keras.layers.Conv2D(4, 1, name="conv_a")(x)
+    y = keras.layers.BatchNormalization(name="bn_a")(y)
+    y = keras.layers.ReLU(name="relu_a")(y)
+    y = keras.layers.Conv2D(4, 1, name="conv_b")(y)
+    y = keras.layers.BatchNormalization(name="bn_b")(y)
+    y = keras.layers.Add(name="add")([y, shortcut])
+    y = keras.layers.ReLU(name="relu")(y)
+    y = keras.layers.GlobalAveragePooling2D(name="pool")(y)
+    y = keras.layers.Dense(3, name="logits")(y)
+    return keras.Model(x, y, name="resnet")
+
+
+def branched():
+    x = keras.Input((5,), name="block_in")
+    a = keras.layers.Dense(5, name="a1")(x)
+    a = keras.layers.Dense(5, name="a2")(a)
+    b = keras.layers.Dense(5, name="b1")(x)
+    y = keras.layers.Add(name="block_add")([b, a])
+    block = keras.Model(x, y, name="block")
+    z_in = keras.Input((5,), name="features")
+    z = keras.layers.Dense(2, name="head")(block(z_in))
+    return keras.Model(z_in, z, name="branched")
+
+
 def mobilenet_v2():
     return keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False, pooling="avg",
                                           weights=None)
@@ -187,6 +231,10 @@ def split_layer_names(source, path):
 
 def write_json(path, model, x, y):
     doc = {"layers": [layer.name for layer in model.layers], "inputs": tensor_json(x), "outputs": tensor_json(y)}
+    nested_layers = {layer.name: [inner.name for inner in layer.layers] for layer in model.layers
+                     if isinstance(layer, keras.Model)}
+    if nested_layers:
+        doc["nested_layers"] = nested_layers
     with open(path, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")
@@ -221,6 +269,31 @@ def make_nested():
     print(f"nested: outputs {y.shape}, |y| max {np.abs(y).max():.4g}")
 
 
+def strip_name_attributes(source, path):
+    shutil.copyfile(source, path)
+    with h5py.File(path, "r+") as f:
+        groups = []
+        f.visititems(lambda name, obj: groups.append(obj) if isinstance(obj, h5py.Group) else None)
+        for g in groups:
+            if "name" in g.attrs:
+                del g.attrs["name"]
+
+
+def make_branched_models():
+    for name, build, shape in (("resnet", resnet, (2, 6, 6, 3)), ("branched", branched, (3, 5))):
+        keras.utils.clear_session()
+        keras.utils.set_random_seed(seed_of(name, "init"))
+        model = build()
+        randomize(model, name, all_weights=True)
+        x = images(name, shape)
+        y = model(x, training=False).numpy()
+        model.save_weights(os.path.join(OUT_DIR, f"{name}.weights.h5"))
+        save_legacy(model, os.path.join(OUT_DIR, f"{name}.h5"))
+        write_json(os.path.join(OUT_DIR, f"{name}.json"), model, x, y)
+        print(f"{name}: layers {[layer.name for layer in model.layers]}, outputs {y.shape}")
+    strip_name_attributes(os.path.join(OUT_DIR, "resnet.weights.h5"), os.path.join(OUT_DIR, "resnet_unnamed.weights.h5"))
+
+
 def make_mobilenet_v2():
     keras.utils.clear_session()
     keras.utils.set_random_seed(seed_of("mobilenet_v2", "init"))
@@ -238,7 +311,8 @@ def make_mobilenet_v2():
 def check_tower(directory):
     ok = True
     checked = 0
-    for name, build in (("convnet", convnet), ("nested", nested), ("mobilenet_v2", mobilenet_v2)):
+    for name, build in (("convnet", convnet), ("nested", nested), ("resnet", resnet), ("branched", branched),
+                        ("mobilenet_v2", mobilenet_v2)):
         weights = os.path.join(directory, f"tower_{name}.weights.h5")
         outputs = os.path.join(directory, f"tower_{name}.json")
         if not (os.path.exists(weights) and os.path.exists(outputs)):
@@ -272,6 +346,7 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     make_convnet()
     make_nested()
+    make_branched_models()
     make_mobilenet_v2()
     return 0
 
