@@ -155,13 +155,15 @@ QList<QPointF> ChartView::decimate(const QList<QPointF>& points, int buckets) {
 
 namespace {
 
-// Sets the axis to a range with round ends that holds [lo, hi], ticked every 1, 2 or 5 times a power of ten.
-void set_nice_range(QValueAxis* axis, double lo, double hi) {
+// Sets the axis to a range with round ends that holds [lo, hi], ticked every 1, 2 or 5 times a power of ten;
+// `whole` ticks no finer than 1 (steps and epochs are counts: half-step ticks would print "1 1 2 2" with %.0f).
+void set_nice_range(QValueAxis* axis, double lo, double hi, bool whole) {
   if (!(hi > lo)) hi = lo + 1;
   const double raw = (hi - lo) / 5;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   const double fraction = raw / magnitude;
-  const double step = (fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 5 ? 5 : 10) * magnitude;
+  double step = (fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 5 ? 5 : 10) * magnitude;
+  if (whole) step = std::max(1.0, std::round(step));
   const double nice_lo = std::floor(lo / step + 1e-9) * step, nice_hi = std::ceil(hi / step - 1e-9) * step;
   axis->setRange(nice_lo, nice_hi);
   axis->setTickType(QValueAxis::TicksDynamic);
@@ -190,8 +192,8 @@ void ChartView::fit_axes() {
   if (x1 == x0) x1 = x0 + 1;
   const double pad = y1 > y0 ? 0.05 * (y1 - y0) : std::max(std::abs(y0) * 0.1, 1e-9);
   // Values that are never negative (losses, accuracies, rates) keep the axis at or above zero.
-  set_nice_range(x_axis_, std::max(0.0, x0), x1);
-  set_nice_range(y_axis_, y0 >= 0 ? std::max(0.0, y0 - pad) : y0 - pad, y1 + pad);
+  set_nice_range(x_axis_, std::max(0.0, x0), x1, true);
+  set_nice_range(y_axis_, y0 >= 0 ? std::max(0.0, y0 - pad) : y0 - pad, y1 + pad, false);
 }
 
 QString ChartView::readout_at(const QPoint& position) {

@@ -10,7 +10,7 @@
 // first, lowest, highest and last point in each of max_drawn_points / 4 equal steps of x (no peak is lost);
 // the read-out still sees every point. Both axes fit
 // the visible points after every refresh, with a margin and round tick values (never below zero for values
-// that are never negative). Moving the mouse over the plot shows a read-out of
+// that are never negative; whole numbers on the step axis). Moving the mouse over the plot shows a read-out of
 // the point nearest to it: run, kind, step and value. The context menu exports the chart as a PNG.
 #include <QChartView>
 #include <QGraphicsEllipseItem>

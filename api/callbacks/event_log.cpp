@@ -1,6 +1,7 @@
 #include "api/callbacks/event_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,10 +32,16 @@ EventLog::~EventLog() {
 
 void EventLog::open() {
   if (fd_ >= 0) return;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw std::runtime_error("EventLog: cannot open \"" + path_ + "\" for appending: " + std::strerror(errno));
   last_flush_ = Clock::now();
+  // A killed run may have left its last line cut short, without a newline: start on a line of our own, so that
+  // only the cut line is malformed.
+  struct stat st{};
+  char last = '\n';
+  if (::fstat(fd_, &st) == 0 && st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) == 1 && last != '\n')
+    buffer_.insert(0, 1, '\n');
 }
 
 void EventLog::flush() {

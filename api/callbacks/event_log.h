@@ -14,7 +14,8 @@
 // "epoch" is 0-based; "step" is the optimizer's iteration count after the batch, so it keeps counting across a
 // resumed run; metric keys are fit()'s log keys (running values over the epoch so far, as Keras reports them).
 //
-// The file is opened for appending (a resumed run continues it). Lines are buffered and written with whole-line
+// The file is opened for appending (a resumed run continues it, on a new line when a killed run left its last
+// line without one). Lines are buffered and written with whole-line
 // writes: at every epoch end, at the end of training, and in between whenever a line would otherwise wait longer
 // than `flush_seconds` (judged from the last batch's duration, so slow batches flush every line). A reader
 // following the file therefore sees complete lines, apart from a last line still being written, which lacks its

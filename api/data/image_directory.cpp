@@ -86,19 +86,23 @@ bool is_image_file(const fs::path& path) {
   return ext == ".bmp" || ext == ".gif" || ext == ".jpeg" || ext == ".jpg" || ext == ".png";
 }
 
-// The image files under a class folder (recursively), sorted.
+// The image files under a class folder (recursively) in Keras' order: folder by folder, the folders sorted by
+// path (a folder's own files before its sub-folders'), each folder's files sorted by name.
 std::vector<std::string> image_files(const fs::path& folder) {
-  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> files;  // folder, name
   for (const fs::directory_entry& entry :
        fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied))
-    if (entry.is_regular_file() && is_image_file(entry.path())) files.push_back(entry.path().string());
+    if (entry.is_regular_file() && is_image_file(entry.path()))
+      files.emplace_back(entry.path().parent_path().string(), entry.path().filename().string());
   std::sort(files.begin(), files.end());
-  return files;
+  std::vector<std::string> paths;
+  for (const auto& [dir, name] : files) paths.push_back((fs::path(dir) / name).string());
+  return paths;
 }
 
 Tensor make_label(std::int32_t label, const std::string& mode, Index num_classes) {
   if (mode == "int") return Tensor::from_vector(std::vector<std::int32_t>{label}, Shape{});
-  if (mode == "binary") return Tensor::from_vector(std::vector<float>{static_cast<float>(label)}, Shape{});
+  if (mode == "binary") return Tensor::from_vector(std::vector<float>{static_cast<float>(label)}, Shape{1});
   Tensor one_hot = Tensor::zeros(Shape{num_classes});
   one_hot.data<float>()[label] = 1.f;
   return one_hot;

@@ -4,7 +4,8 @@
 //
 //   flowers/daisy/*.jpg, flowers/roses/*.png, ...   ->  class_names {"daisy", "roses", ...}, labels 0, 1, ...
 //
-// Images (.bmp, .gif, .jpeg, .jpg, .png, in sub-folders of a class folder too) are decoded with stb_image,
+// Images (.bmp, .gif, .jpeg, .jpg, .png, in sub-folders of a class folder too, ordered as Keras' sorted walk:
+// a folder's own files by name, then its sub-folders' by path) are decoded with stb_image,
 // converted to the colour mode, resized to image_size and yielded as float32 [height, width, channels]
 // holding 0..255 (rescale in the model, as in Keras). Decoding runs lazily, on parallel threads, every pass.
 #include <array>
@@ -20,7 +21,8 @@ namespace tower::data {
 struct ImageDirectoryOptions {
   // Only "inferred": the label of an image is the index of its sub-folder in class_names.
   std::string labels = "inferred";
-  // "int": int32 []; "categorical": float32 one-hot [num_classes]; "binary": float32 [] (two classes only).
+  // "int": int32 []; "categorical": float32 one-hot [num_classes]; "binary": float32 [1] (two classes only), so
+  // that a batch of labels is [batch, 1] as Keras gives.
   std::string label_mode = "int";
   // The sub-folders to use, in label order; empty: all sub-folders, sorted by name.
   std::vector<std::string> class_names;

@@ -33,6 +33,9 @@ std::int64_t Config::as_int() const {
   if (is_int()) return std::get<std::int64_t>(value_);
   if (std::holds_alternative<double>(value_)) {
     const double d = std::get<double>(value_);
+    // [-2^63, 2^63): a cast of anything outside is undefined (and gives -2^63 on x86).
+    if (std::floor(d) == d && !(d >= -0x1p63 && d < 0x1p63))
+      throw ConfigError("expected an int, got float " + to_json() + ", outside the 64-bit integer range");
     if (std::floor(d) == d) return static_cast<std::int64_t>(d);
   }
   type_error("an int", *this);

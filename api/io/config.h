@@ -41,7 +41,8 @@ class Config {
   // "null", "bool", "int", "float", "string", "list" or "map".
   std::string type_name() const;
 
-  // Typed reads; each throws ConfigError naming the expected and the actual type.
+  // Typed reads; each throws ConfigError naming the expected and the actual type. as_int takes a whole float in
+  // the int64 range and throws for one outside it, naming the value.
   bool as_bool() const;
   std::int64_t as_int() const;
   double as_double() const;

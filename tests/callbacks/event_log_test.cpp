@@ -117,6 +117,34 @@ TEST(EventLog, WritesOneLinePerStepAndEpochWithTheLogsOfFit) {
   fs::remove(file);
 }
 
+// A run killed mid-write leaves a last line without its newline; the resumed run's lines start on a line of
+// their own, so only the cut line is malformed.
+TEST(EventLog, AppendingAfterACutLineStartsANewLine) {
+  const fs::path file = fresh_file();
+  const std::string cut = "{\"event\": \"batch\", \"run\": \"r1\", \"epoch\": 0, \"step\": 3, \"lo";
+  std::ofstream(file) << cut;
+  Sequential m = model();
+  auto [x, y] = data(4);
+  auto log = std::make_shared<EventLog>(file.string(), EventLogOptions{.run = "r1"});
+  m.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .callbacks = {log}, .shuffle = false});
+  log.reset();
+  std::istringstream in(read(file));
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, cut);
+  Config begin;
+  ASSERT_NO_THROW(begin = Config::parse_json(second)) << read(file);
+  EXPECT_EQ(begin.at("event").as_string(), "train_begin");
+  // A file that ends with its newline gets none added: no empty line.
+  const std::string whole = read(file);
+  ASSERT_EQ(whole.back(), '\n');
+  m.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0,
+               .callbacks = {std::make_shared<EventLog>(file.string(), EventLogOptions{.run = "r1"})}, .shuffle = false});
+  EXPECT_EQ(read(file).find("\n\n"), std::string::npos) << read(file);
+  fs::remove(file);
+}
+
 // A reader following the file sees only complete lines, the lines of an epoch by its end at the latest, and
 // batch lines within flush_seconds even while the epoch goes on.
 TEST(EventLog, FlushesWholeLinesAtEpochEndsAndWithinFlushSeconds) {

@@ -131,7 +131,11 @@ TEST(ImageDirectoryTest, LabelModesAndExplicitClassNames) {
   const std::vector<Element> b = collect(binary.dataset);
   ASSERT_EQ(b.size(), 5u);
   EXPECT_EQ(b[0][1].dtype(), DType::float32);
+  EXPECT_EQ(b[0][1].shape(), (Shape{1}));  // Keras: labels [batch, 1] for a binary label_mode
   EXPECT_EQ(b[4][1].item(), 1.f);
+  o.batch_size = 2;
+  const std::vector<Element> batches = collect(image_dataset_from_directory(kImages.string(), o).dataset);
+  EXPECT_EQ(batches[0][1].shape(), (Shape{2, 1}));
 
   o.class_names = {};
   EXPECT_HAS(error_of([&] { image_dataset_from_directory(kImages.string(), o); }), "2 classes");
@@ -204,6 +208,21 @@ TEST_F(ImageDirectoryErrorsTest, MissingEmptyOrImagelessDirectories) {
   ImageDirectoryOptions o;
   o.labels = "none";
   EXPECT_THROW(image_dataset_from_directory(kImages.string(), o), std::invalid_argument);
+}
+
+// Files in sub-folders of a class folder, in the order keras.utils.image_dataset_from_directory (Keras 3.15)
+// lists this tree: a folder's files by name, then its sub-folders, by path.
+TEST_F(ImageDirectoryErrorsTest, FilesInSubFoldersInKerasOrder) {
+  for (const char* f : {"a/z.png", "a/sub/y.png", "a/sub-x/k.png", "a/Sub/q.png", "a/m.jpg", "a/sub/a.png",
+                        "b/B.png", "b/a.png"}) {
+    fs::create_directories((dir_ / f).parent_path());
+    fs::copy_file(kImages / "birds" / "b0.png", dir_ / f);
+  }
+  const ImageDirectoryDataset d = image_dataset_from_directory(dir_.string(), unshuffled({4, 4}));
+  std::vector<std::string> files;
+  for (const std::string& p : d.file_paths) files.push_back(fs::relative(p, dir_).string());
+  EXPECT_EQ(files, (std::vector<std::string>{"a/m.jpg", "a/z.png", "a/Sub/q.png", "a/sub/a.png", "a/sub/y.png",
+                                             "a/sub-x/k.png", "b/B.png", "b/a.png"}));
 }
 
 TEST_F(ImageDirectoryErrorsTest, CorruptImageFailsTheIterationNamingTheFile) {

@@ -74,6 +74,25 @@ class ChartViewTest : public QObject {
     QVERIFY(view.y_axis()->max() < 1.1);
   }
 
+  // A short run's step axis is ticked at whole steps (labels "1 1 1 2 2 2" came from half-step ticks printed with
+  // %.0f); the value axis keeps fractional ticks.
+  void the_step_axis_of_a_short_run_has_whole_step_ticks() {
+    RunModel model;
+    feed(model, R"({"event": "train_begin", "run": "s", "epoch": 0, "step": 0, "epochs": 1, "steps": 3})" "\n"
+                R"({"event": "batch", "run": "s", "epoch": 0, "step": 1, "loss": 0.9})" "\n"
+                R"({"event": "batch", "run": "s", "epoch": 0, "step": 2, "loss": 0.8})" "\n"
+                R"({"event": "batch", "run": "s", "epoch": 0, "step": 3, "loss": 0.7})" "\n");
+    ChartView view(&model, "loss");
+    view.refresh();
+    const QValueAxis* x = view.x_axis();
+    QCOMPARE(x->tickType(), QValueAxis::TicksDynamic);
+    QVERIFY2(x->tickInterval() >= 1 && x->tickInterval() == std::floor(x->tickInterval()),
+             qPrintable(QString::number(x->tickInterval())));
+    QCOMPARE(x->tickAnchor(), std::floor(x->tickAnchor()));
+    QCOMPARE(x->min(), std::floor(x->min()));
+    QVERIFY(view.y_axis()->tickInterval() < 1);
+  }
+
   void hovering_near_a_point_reads_it_out() {
     RunModel model;
     feed(model, sample_run("a"));

@@ -91,6 +91,20 @@ TEST(DataPipeline, Cifar10AndImageDirectorySources) {
     }
 }
 
+// `--set data.train.take=N` on a file relying on the default train: {split: train} keeps that default split.
+TEST(DataPipeline, TakeOnADefaultSplitKeepsItsDefaultName) {
+  const std::string data = "data: {source: synthetic, shape: [4, 4, 1], classes: 3, train_examples: 30, "
+                           "test_examples: 12}\n";
+  const Experiment e = parse(data, {"data.train.take=10", "data.test.take=5"});
+  EXPECT_EQ(e.at("data.train.split").as_string(), "train");
+  EXPECT_EQ(e.at("data.test.split").as_string(), "test");
+  const DataPipeline d = build_data(e, 4);
+  EXPECT_EQ(d.train->examples(), 10);
+  Index n = 0;
+  count(*d.test, &n);
+  EXPECT_EQ(n, 5);
+}
+
 TEST(DataPipeline, SyntheticDataIsSeeded) {
   const std::string data = "data: {source: synthetic, shape: [4, 4, 1], classes: 3, train_examples: 30, "
                            "test_examples: 12}\n";

@@ -94,6 +94,19 @@ TEST(ExperimentErrors, AWrongTypeNamesTheKeyAndTheExpectedType) {
                   {"data.source: unknown value 'synthetc' (did you mean 'synthetic'?)", "fashion_mnist"});
 }
 
+// A whole number too large for its key is named as written, never as what a wrapped cast made of it.
+TEST(ExperimentErrors, AnOutOfRangeNumberIsNamedAsGiven) {
+  expect_error_at([] { check(kValid, {"seed=1e30"}); }, "--set seed=1e30", 0, 0,
+                  {"seed: expected an int", "e+30", "outside the 64-bit integer range"});
+  expect_error_at([] { check(kValid, {"fit.epochs=3e9"}); }, "--set fit.epochs=3e9", 0, 0,
+                  {"fit.epochs: must be in [1, 2147483647], got 3000000000"});
+  expect_error_at([] { check(kValid, {"data.prefetch=4294967297"}); }, "--set data.prefetch=4294967297", 0, 0,
+                  {"data.prefetch: must be in [0, 2147483647], got 4294967297"});
+  expect_error_at(
+      [] { check(with("  batch_size_per_replica: 16", "  batch_size_per_replica: 16\n  class_weight: {99999999999: 1}")); },
+      "exp.yaml", 0, 0, {"fit.class_weight", "99999999999"});
+}
+
 TEST(ExperimentErrors, AnUnknownLayerTypeListsTheKnownOnes) {
   expect_error_at([] { check(with("type: Conv2D", "type: Conv2d")); }, "exp.yaml", 8, 14,
                   {"model.layers[0].type: unknown layer type 'Conv2d' (did you mean 'Conv2D'?)", "known: Activation",

@@ -153,6 +153,18 @@ TEST(Resume, TrainingLongerContinuesAFinishedRunAndOtherChangesAreRefused) {
   fs::remove_all(root);
 }
 
+// The same experiment spelling out a documented default (null: the default) is the same experiment.
+TEST(Resume, AFileSpellingOutADefaultResumes) {
+  const fs::path root = testing::fresh_dir();
+  ASSERT_FALSE(run((root / "run").string(), std::nullopt, false, {"fit.epochs=1"}).interrupted);
+  const TrainResult more = run((root / "run").string(), std::nullopt, true,
+                               {"fit.epochs=2", "fit.steps_per_epoch=null", "fit.class_weight=null"});
+  EXPECT_EQ(more.metrics.at("epochs_completed").as_int(), 2);
+  testing::expect_error_at([&] { run((root / "run").string(), std::nullopt, true, {"fit.steps_per_epoch=3"}); },
+                           "--set fit.steps_per_epoch=3", 0, 0, {"fit.steps_per_epoch: 3 differs from"});
+  fs::remove_all(root);
+}
+
 std::string file_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};

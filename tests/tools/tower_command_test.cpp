@@ -155,6 +155,72 @@ TEST(TowerCommand, TrainEvaluatePredictAndSummary) {
 }
 
 
+// A run directory of an image-folder experiment is usable from any working directory: its config.yaml holds the
+// data folder resolved, and predict names the classes (the folders) the weights were trained on.
+TEST(TowerCommand, AnImageFolderRunWorksFromAnyWorkingDirectory) {
+  const fs::path dir = testing::fresh_dir();
+  fs::create_directories(dir / "work");
+  fs::create_directories(dir / "elsewhere");
+  fs::copy(fs::path(TOWER_TEST_DATA_DIR) / "data" / "images", dir / "work" / "images", fs::copy_options::recursive);
+  std::ofstream(dir / "work" / "exp.yaml") << R"(name: folders
+seed: 3
+data:
+  source: image_directory
+  directory: images
+  image_size: [6, 5]
+  color_mode: grayscale
+  train: {split: .}
+  validation: {split: .}
+model:
+  layers:
+    - {type: Flatten}
+    - {type: Dense, units: 3, activation: softmax}
+compile: {optimizer: adam, loss: sparse_categorical_crossentropy}
+fit: {epochs: 1, batch_size_per_replica: 4, verbose: 0}
+)";
+  const std::string work = "cd " + (dir / "work").string() + " && ";
+  const std::string elsewhere = "cd " + (dir / "elsewhere").string() + " && ";
+  const std::string tower_bin = std::string(TOWER_COMMAND) + " ";
+  Output o = shell(work + tower_bin + "train exp.yaml --out ../run");
+  ASSERT_EQ(o.status, 0) << o.text;
+  o = shell(elsewhere + tower_bin + "evaluate ../run/config.yaml --weights ../run --split validation");
+  EXPECT_EQ(o.status, 0) << o.text;
+  o = shell(elsewhere + tower_bin + "train ../run/config.yaml --resume ../run --set fit.epochs=2");
+  EXPECT_EQ(o.status, 0) << o.text;
+  o = shell(work + tower_bin + "predict exp.yaml --weights ../run --input images/birds/b0.png --top 3");
+  ASSERT_EQ(o.status, 0) << o.text;
+  for (const char* name : {"\tbirds ", "\tcats ", "\tdogs "}) EXPECT_TRUE(contains(o.text, name)) << o.text;
+  o = shell(work + tower_bin + "predict exp.yaml --weights ../run/checkpoints/epoch-001.weights --input images --top 1");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_FALSE(contains(o.text, "\t0 ")) << o.text;
+  fs::remove_all(dir);
+}
+
+// Bad input to predict and evaluate: an IDX file of no images is told, not a crash; an unknown split is a bad
+// command line (status 2), told before the data is read.
+TEST(TowerCommand, AnEmptyIdxFileAndAnUnknownSplitAreTold) {
+  const fs::path dir = testing::fresh_dir();
+  fs::create_directories(dir);
+  const fs::path file = dir / "tiny.yaml";
+  std::ofstream(file) << kExperiment;
+  const std::string run = (dir / "run").string();
+  ASSERT_EQ(tower("train " + file.string() + " --out " + run + " --set fit.epochs=1 --set fit.verbose=0").status, 0);
+  const fs::path empty = dir / "empty-images-idx3-ubyte";
+  {
+    std::ofstream idx(empty, std::ios::binary);
+    const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 8};
+    idx.write(reinterpret_cast<const char*>(header), sizeof header);
+  }
+  Output o = tower("predict " + file.string() + " --weights " + run + " --input " + empty.string());
+  EXPECT_EQ(o.status, 1) << o.text;
+  EXPECT_TRUE(contains(o.text, empty.string() + " holds no images")) << o.text;
+
+  o = tower("evaluate " + file.string() + " --weights " + run + " --split train");
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_TRUE(contains(o.text, "--split takes test or validation, got 'train'")) << o.text;
+  fs::remove_all(dir);
+}
+
 // --monitor starts the monitor (here a stand-in script that records its arguments) on the run directory once
 // it exists; a missing monitor or display is told before anything is made.
 TEST(TowerCommand, MonitorFlagStartsTheMonitorOnTheRunDirectory) {

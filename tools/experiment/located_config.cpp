@@ -84,7 +84,7 @@ std::int64_t LocatedConfig::as_int() const {
   const Config& v = value();
   if (v.is_int()) return v.as_int();
   if (v.is_number() && std::floor(v.as_double()) == v.as_double() && std::isfinite(v.as_double()))
-    return static_cast<std::int64_t>(v.as_double());
+    return locate([&] { return v.as_int(); });  // Config's own range check
   type_error("an int");
 }
 

@@ -73,7 +73,7 @@ SymbolicTensor resolve(const LocatedConfig& ref, const std::map<std::string, Sym
   int index = -1;
   if (const std::size_t open = name.find('['); open != std::string::npos && name.back() == ']') {
     const std::string digits = name.substr(open + 1, name.size() - open - 2);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
       ref.fail("bad output index in '" + name + "'");
     index = std::stoi(digits);
     name = name.substr(0, open);

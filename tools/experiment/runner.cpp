@@ -86,23 +86,22 @@ std::string default_run_directory(const Experiment& e) {
   return (fs::path("runs") / (e.name() + "-" + stamp)).string();
 }
 
-// The first path where a and b differ, skipping `ignored` paths; "" when equal.
+// The first path where a and b differ, skipping `ignored` paths; "" when equal. A key set to null is the key
+// left out (the schema's default applies to both), so `steps_per_epoch: null` matches a file without it.
 std::string first_difference(const Config& a, const Config& b, const std::string& path,
                              const std::vector<std::string>& ignored) {
   if (std::find(ignored.begin(), ignored.end(), path) != ignored.end()) return "";
   if (a.is_map() && b.is_map()) {
+    static const Config null;
     for (const auto& [k, v] : a.as_map()) {
-      const std::string p = child_path(path, k);
-      if (!b.contains(k)) {
-        if (std::find(ignored.begin(), ignored.end(), p) == ignored.end()) return p;
-        continue;
-      }
-      const std::string d = first_difference(v, b.at(k), p, ignored);
+      const std::string d = first_difference(v, b.contains(k) ? b.at(k) : null, child_path(path, k), ignored);
       if (!d.empty()) return d;
     }
-    for (const auto& [k, v] : b.as_map())
-      if (!a.contains(k) && std::find(ignored.begin(), ignored.end(), child_path(path, k)) == ignored.end())
-        return child_path(path, k);
+    for (const auto& [k, v] : b.as_map()) {
+      if (a.contains(k)) continue;
+      const std::string d = first_difference(null, v, child_path(path, k), ignored);
+      if (!d.empty()) return d;
+    }
     return "";
   }
   if (a.is_list() && b.is_list() && a.size() == b.size()) {
@@ -176,15 +175,19 @@ Experiment resume_experiment(const std::string& run_directory, const Experiment*
 TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   std::ostream& log = options.log ? *options.log : std::cout;
   const bool resuming = !options.resume.empty();
-  const std::string out = resuming ? options.resume
-                          : !options.out.empty() ? options.out
-                          : experiment.at("output.directory").is_null()
-                              ? default_run_directory(experiment)
-                              : experiment.at("output.directory").as_string();
+  const bool default_place = !resuming && options.out.empty() && experiment.at("output.directory").is_null();
+  const std::string named = resuming ? options.resume
+                            : !options.out.empty() ? options.out
+                            : default_place ? default_run_directory(experiment)
+                                            : experiment.at("output.directory").as_string();
   const RunStrategy strategy(experiment);
   // Under a multi-worker strategy only the chief writes the run directory; the others read its checkpoint.
   const bool chief = strategy.is_chief();
-  const RunDirectory dir = resuming ? RunDirectory::open(out) : chief ? RunDirectory::create(out) : RunDirectory::view(out);
+  const RunDirectory dir = resuming          ? RunDirectory::open(named)
+                           : !chief          ? RunDirectory::view(named)
+                           : default_place   ? RunDirectory::create_unique(named)
+                                             : RunDirectory::create(named);
+  const std::string& out = dir.path();
   // Nothing in the directory is rewritten before its checkpoint is known readable.
   if (resuming) resumable_state(dir, [&] { return read_run_state(dir.state_path()); });
   if (resuming && chief) dir.remove_stale_temporaries();  // what a killed run left
@@ -196,6 +199,11 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
   const int verbose = static_cast<int>(e.at("fit.verbose").as_int());
   set_random_seed(e.seed());
   DataPipeline data = build_data(e, global_batch(e, strategy));
+  if (chief) {
+    Config class_names = Config::list();
+    for (const std::string& name : data.class_names) class_names.as_list().emplace_back(name);
+    dir.write("class_names.json", class_names.to_json() + "\n");
+  }
   Model model = make_model(e, strategy, data.example_shape);
   if (chief) dir.write("summary.txt", model.summary_string());
   if (verbose > 0 && chief) log << model.summary_string();
@@ -331,12 +339,12 @@ TrainResult train(const Experiment& experiment, const TrainOptions& options) {
 
 callbacks::Logs evaluate(const Experiment& e, const std::string& weights, const std::string& split,
                          std::ostream* log) {
+  if (split != "test" && split != "validation")
+    throw std::invalid_argument("evaluate: unknown split '" + split + "'; expected test or validation");
   const RunStrategy strategy(e);
   set_random_seed(e.seed());
   DataPipeline data = build_data(e, global_batch(e, strategy), false);
   const std::optional<data::Dataset>& ds = split == "test" ? data.test : data.validation;
-  if (split != "test" && split != "validation")
-    throw std::invalid_argument("evaluate: unknown split '" + split + "'; expected test or validation");
   if (!ds) e.at("data").fail("the experiment has no " + split + " split (data." + split + ")");
   Model model = make_model(e, strategy, data.example_shape);
   const std::string path = resolve_weights(weights);
@@ -397,6 +405,9 @@ std::vector<Prediction> predict(const Experiment& e, const std::string& weights,
     const Tensor raw = data::idx::read(input);
     if (raw.rank() != 3 || raw.dtype() != DType::uint8)
       throw std::runtime_error(input + " is not an IDX file of uint8 images [N, height, width]");
+    if (raw.numel() == 0)
+      throw std::runtime_error(input + " holds no images (its shape is [" + std::to_string(raw.dim(0)) + ", " +
+                               std::to_string(raw.dim(1)) + ", " + std::to_string(raw.dim(2)) + "])");
     if (shape[2] != 1)
       throw std::runtime_error(input + " holds grayscale images; the experiment's have " + std::to_string(shape[2]) +
                                " channels");

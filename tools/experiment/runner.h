@@ -21,7 +21,8 @@
 namespace tower::experiment {
 
 struct TrainOptions {
-  // The run directory; empty: output.directory, else runs/<name>-<yyyymmdd-hhmmss> under the current directory.
+  // The run directory; empty: output.directory, else runs/<name>-<yyyymmdd-hhmmss> under the current directory
+  // (with -2, -3, ... appended when another run holds that name).
   std::string out;
   // Continue this run directory from its checkpoint (see resume_experiment for the experiment to pass).
   std::string resume;

@@ -1,6 +1,8 @@
 #include "tools/experiment/schema.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <limits>
 
 #include "distribute/logical_device.h"
 #include "tools/experiment/located_config.h"
@@ -10,6 +12,8 @@ namespace tower::experiment {
 namespace {
 
 const Mark kDefault{"(default)"};
+// The largest value of a key the run reads as an int (epochs, prefetch, ...).
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
 void set_default(Document& doc, const std::string& path, Config value) {
   const Config* c = doc.find(path);
@@ -58,6 +62,11 @@ void check_split(Document& doc, const std::string& path, const std::string& sour
   split.get_int_in("take", 1, 1);
 }
 
+void check_padding(const LocatedConfig& p, std::int64_t v) {
+  if (v < 0 || v > kIntMax)
+    p.fail("padding must be in [0, " + std::to_string(kIntMax) + "], got " + std::to_string(v));
+}
+
 void check_preprocessing(const LocatedConfig& steps) {
   if (steps.is_null()) return;
   steps.require_list();
@@ -86,14 +95,13 @@ void check_preprocessing(const LocatedConfig& steps) {
         if (p.size() != 2) p.fail("expected an int, [height, width] or [[top, bottom], [left, right]]");
         for (std::size_t k = 0; k < 2; ++k) {
           if (p[k].value().is_list()) {
-            for (std::int64_t v : p[k].as_int_list())
-              if (v < 0) p.fail("padding must be >= 0");
-          } else if (p[k].as_int() < 0) {
-            p.fail("padding must be >= 0");
+            for (std::int64_t v : p[k].as_int_list()) check_padding(p, v);
+          } else {
+            check_padding(p, p[k].as_int());
           }
         }
-      } else if (p.as_int() < 0) {
-        p.fail("padding must be >= 0");
+      } else {
+        check_padding(p, p.as_int());
       }
       s.get_number("value", 0);
     } else if (type == "normalize") {
@@ -146,7 +154,13 @@ void check_data(Document& doc) {
   } else if (data["directory"].is_null()) {
     data.fail("source " + source + " needs 'directory' (where its files are)");
   }
-  if (!data["directory"].is_null()) data["directory"].as_string();
+  if (!data["directory"].is_null() && std::filesystem::path(data["directory"].as_string()).is_relative()) {
+    // Resolved against the working directory now, so that the run directory's config.yaml reads the same data
+    // from anywhere (tower evaluate RUN/config.yaml, tower train --resume RUN).
+    const std::string absolute =
+        (std::filesystem::current_path() / data["directory"].as_string()).lexically_normal().string();
+    doc.set("data.directory", absolute, doc.value_mark("data.directory"));
+  }
   if (source == "image_directory") {
     set_default(doc, "data.image_size", Config::List{256, 256});
     set_default(doc, "data.color_mode", "rgb");
@@ -160,9 +174,10 @@ void check_data(Document& doc) {
   set_default(doc, "data.normalize", true);
   data["normalize"].as_bool();
 
-  if (data["train"].is_null()) set_default(doc, "data.train", Config(Config::Map{{"split", "train"}}));
-  if (!data.value().contains("test") && has_named_splits(source))
-    set_default(doc, "data.test", Config(Config::Map{{"split", "test"}}));
+  // A split given in part ({take: 512}, from --set data.train.take=512) keeps the default's name.
+  if (data["train"].is_null() || data["train"].value().is_map()) set_default(doc, "data.train.split", "train");
+  if (has_named_splits(source) && (!data.value().contains("test") || data["test"].value().is_map()))
+    set_default(doc, "data.test.split", "test");
   check_split(doc, "data.train", source, false);
   check_split(doc, "data.validation", source, true);
   check_split(doc, "data.test", source, false);
@@ -170,9 +185,9 @@ void check_data(Document& doc) {
   set_default(doc, "data.preprocessing", Config::list());
   data.get_int_in("shuffle_buffer", 0, 0);
   set_default(doc, "data.prefetch", 2);
-  data.get_int_in("prefetch", 2, 0);
+  data.get_int_in("prefetch", 2, 0, kIntMax);
   set_default(doc, "data.parallel_calls", 0);
-  data.get_int_in("parallel_calls", 0, 0);
+  data.get_int_in("parallel_calls", 0, 0, kIntMax);
 }
 
 void check_model(Document& doc) {
@@ -266,7 +281,7 @@ void check_fit(Document& doc) {
   set_default(doc, "fit.epochs", 1);
   set_default(doc, "fit.batch_size_per_replica", 32);
   set_default(doc, "fit.verbose", 1);
-  fit.get_int_in("epochs", 1, 1);
+  fit.get_int_in("epochs", 1, 1, kIntMax);
   fit.get_int_in("batch_size_per_replica", 32, 1);
   fit.get_int_in("steps_per_epoch", 1, 1);
   fit.get_int_in("verbose", 1, 0, 2);
@@ -274,7 +289,7 @@ void check_fit(Document& doc) {
   if (!cw.is_null()) {
     cw.require_map();
     for (const std::string& key : cw.keys()) {
-      if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos)
+      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
         cw[key].fail_key("class_weight keys are class indices (0, 1, ...), got '" + key + "'");
       cw[key].as_number();
     }
@@ -282,7 +297,7 @@ void check_fit(Document& doc) {
   const LocatedConfig val = fit["validation"];
   val.require_keys({"freq", "steps", "batch_size"});
   set_default(doc, "fit.validation.freq", 1);
-  val.get_int_in("freq", 1, 1);
+  val.get_int_in("freq", 1, 1, kIntMax);
   val.get_int_in("steps", 1, 1);
   val.get_int_in("batch_size", 1, 1);
 }

@@ -8,9 +8,12 @@ namespace tower::cli {
 namespace {
 
 int run(const CommandLine& line) {
-  const std::string weights = line.required("weights");
+  const std::string weights = line.required("weights"), split = line.option("split").value_or("test");
+  // A bad command line is told before anything is read or built.
+  if (split != "test" && split != "validation")
+    throw UsageError("--split takes test or validation, got '" + split + "'");
   const experiment::Experiment e = experiment::Experiment::load(experiment_file(line), line.overrides);
-  experiment::evaluate(e, weights, line.option("split").value_or("test"), &std::cout);
+  experiment::evaluate(e, weights, split, &std::cout);
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "tools/experiment/data_pipeline.h"
+#include "tools/experiment/run_directory.h"
 #include "tools/experiment/runner.h"
 #include "tools/tower/commands.h"
 
@@ -21,7 +22,9 @@ int run(const CommandLine& line) {
     }
     if (top < 1) throw UsageError("--top must be >= 1");
   }
-  const std::vector<std::string> names = experiment::known_class_names(e);
+  std::vector<std::string> names = experiment::known_class_names(e);
+  // An image folder's classes are its sub-folders: the ones the weights were trained on.
+  if (names.empty()) names = experiment::recorded_class_names(weights);
   for (const experiment::Prediction& p :
        experiment::predict(e, weights, input, top)) {
     std::cout << p.input;
@@ -47,7 +50,8 @@ Builds the experiment's model, loads W (a weights file or a run directory) and p
 PATH, its most likely classes with their scores: "<image>\t<class> <score>\t...". PATH is an image (.png,
 .jpg, .jpeg, .bmp, .gif), a folder of images (searched recursively) or an IDX images file (e.g.
 t10k-images-idx3-ubyte.gz). Images are converted to the data source's channels and size and preprocessed as
-for evaluation.
+for evaluation. Classes are named by the data source; an image folder without class_names takes the names the
+run recorded (class_names.json of the run directory W is, or is in).
 
 options:
   --weights W      the weights file or run directory (required)

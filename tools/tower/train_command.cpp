@@ -124,8 +124,8 @@ resumable state, and epoch-NNN.weights), final.weights and metrics.json.
 options:
   --set key.path=value  override a value of FILE (repeatable), e.g. --set fit.epochs=1,
                         --set data.train.take=512, --set compile.optimizer.learning_rate=0.01
-  --out RUN_DIR         the run directory (default: output.directory, else runs/<name>-<date>-<time>);
-                        it must not exist or be empty
+  --out RUN_DIR         the run directory (default: output.directory, else runs/<name>-<date>-<time>,
+                        with -2, -3, ... when taken); it must not exist or be empty
   --resume RUN_DIR      continue an interrupted run from its checkpoint, to the same final weights as an
                         uninterrupted run; FILE and --set may be given to check them against the run's
                         config.yaml (only fit.epochs, fit.verbose and output may differ)
