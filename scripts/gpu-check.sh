@@ -11,7 +11,8 @@
 #   scripts/gpu-check.sh dry-run  anywhere, without a bundle or a GPU: walks the same stages, each running a
 #                                 stand-in that says what it would run, and writes the same report.
 #
-# The stages, in order (the whole run within GPU_CHECK_BUDGET seconds, default 360): the runtime versions
+# The stages, in order (the whole run within GPU_CHECK_BUDGET seconds, default 360; the tests with
+# TOWER_ALLOW_TF32=0, so the GPU's results are FP32's): the runtime versions
 # (driver, cuDNN, cuBLAS, NCCL as loaded), a 90 s smoke stage (devices, allocator, one op-table pass), then every
 # suite of *_CUDA tests in its own process (a sticky CUDA error ends one suite, not the run), the convnet on the
 # GPU and on the CPU (test accuracies within 0.5 points), the MLP, logical-replica scaling, PyTorch beside it
@@ -215,11 +216,11 @@ run() {
   cd "$work"
   write_versions_probe
   stage "versions" 20 python3 versions.py "$tower_libs"
-  stage "smoke" 90 "${tower[@]}" bin/tower_tests --gtest_filter='Device*:CachingAllocator.*:OpTable.EveryGpuMatchesTheCpu_CUDA'
+  stage "smoke" 90 "${tower[@]}" TOWER_ALLOW_TF32=0 bin/tower_tests --gtest_filter='Device*:CachingAllocator.*:OpTable.EveryGpuMatchesTheCpu_CUDA'
   local suite
   for suite in $(cuda_suites); do
     [ "$suite" = OpTable ] && continue  # in the smoke stage
-    stage "suite $suite" 120 "${tower[@]}" bin/tower_tests --gtest_filter="$suite.*_CUDA*:$suite/*.*_CUDA*"
+    stage "suite $suite" 120 "${tower[@]}" TOWER_ALLOW_TF32=0 bin/tower_tests --gtest_filter="$suite.*_CUDA*:$suite/*.*_CUDA*"
   done
   stage "convnet on cuda0" 60 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_train convnet 2 128 data
   stage "convnet on cpu" 90 "${tower[@]}" TOWER_DEVICE=cpu bin/bench_train convnet 2 128 data
