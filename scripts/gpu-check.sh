@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# Verifies everything GPU-side in one run and writes one report.
+# Verifies everything GPU-side in one run, stage by stage, within the few minutes a lent GPU gives.
 #
-#   scripts/gpu-check.sh pack   on a build machine (no GPU needed): builds Tower with CUDA for the GPU
-#                               (CUDA_ARCH, default 90 = H100/H200), strips it and packs the programs, Tower's
-#                               libraries, the Debian libraries they need and Fashion-MNIST into
-#                               build-gpu/bundle.tar.xz (about 45 MiB). GPU_BUILD=build packs the Release
-#                               build in build/ instead, when it was configured with CUDA for that GPU.
-#   scripts/gpu-check.sh run    on the GPU machine, in the source tree with build-gpu/bundle.tar.xz: unpacks
-#                               it, runs the op table on every GPU, every *_CUDA test, the Fashion-MNIST convnet
-#                               on the GPU and on the CPU (test accuracies must agree within 0.5 points), the
-#                               examples/sec of 1, 2 and 4 replicas on logical GPUs of GPU 0, and the training
-#                               benchmarks beside PyTorch on the GPU when PyTorch is installed, and writes
-#                               gpu-report.md (into $OUT when set, else the current folder).
+#   scripts/gpu-check.sh pack     on a build machine (no GPU needed): builds Tower with CUDA for the GPU
+#                                 (CUDA_ARCH, default 90 = H100/H200), strips it and packs the programs, Tower's
+#                                 libraries, the Debian libraries they need (never glibc's) and Fashion-MNIST
+#                                 into build-gpu/bundle.tar.xz, refused above 50 MiB. GPU_BUILD=build packs the
+#                                 Release build in build/ instead, when it was configured with CUDA for that GPU.
+#   scripts/gpu-check.sh run      on the GPU machine, in the source tree with build-gpu/bundle.tar.xz: unpacks
+#                                 it and runs the stages below, each in its own process under `timeout`.
+#   scripts/gpu-check.sh dry-run  anywhere, without a bundle or a GPU: walks the same stages, each running a
+#                                 stand-in that says what it would run, and writes the same report.
+#
+# The stages, in order (the whole run within GPU_CHECK_BUDGET seconds, default 360; the tests with
+# TOWER_ALLOW_TF32=0, so the GPU's results are FP32's): the runtime versions
+# (driver, cuDNN, cuBLAS, NCCL as loaded), a 90 s smoke stage (devices, allocator, one op-table pass), then every
+# suite of *_CUDA tests in its own process (a sticky CUDA error ends one suite, not the run), the convnet on the
+# GPU and on the CPU (test accuracies within 0.5 points), the MLP, logical-replica scaling, PyTorch beside it
+# when installed, and MobileNetV2 at batch 64 and 128 beside PyTorch. A stage that fails (not one that times
+# out) is run once more with CUDA_LAUNCH_BLOCKING=1, so its log names the failing kernel. After each stage its
+# status is appended to gpu-report.md and every log so far is packed into gpu-logs.tar.gz, both in $OUT when set
+# (else the current folder): a run cut short still returns what it did, in two files with plain names.
+#
+# Only Tower's programs run with the bundle's LD_LIBRARY_PATH; python3, PyTorch and nvidia-smi see the machine's.
+# The tests that read the source tree (the op table's coverage of backend.h) prove facts of the source, not of
+# the GPU, and run in CI; here they are left out by the filters. GPU_CHECK_MAX_STAGE_SECONDS caps every stage's
+# limit and GPU_CHECK_HANG_STAGE=<name> makes that stage's stand-in hang (dry-run only): the harness's own test
+# (tests/scripts/gpu_check_dry_run_test.sh) uses both.
 #
 # The GPU machine needs the NVIDIA driver, the CUDA 13 runtime and cuBLAS (/usr/local/cuda), and cuDNN 9
 # (CUDNN_LIB, else PyTorch's pip folder nvidia/cudnn/lib, else the system's), and NCCL 2 (NCCL_LIB, else
-# PyTorch's nvidia/nccl/lib, else the system's). It needs no Debian package:
-# what the programs link besides glibc, libstdc++ and CUDA travels in the bundle. Takes about 5 minutes.
+# PyTorch's nvidia/nccl/lib, else the system's). It needs no Debian package.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bundle_dir=$here/build-gpu
@@ -39,10 +52,11 @@ pack() {
   cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" \
      "$build/bin/bench_distribute_scaling" "$build/bin/fashion_mnist_convnet" "$stage/bin/"
   cp -P "$build"/lib/libtower_*.so* "$stage/lib/"
-  # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc, the
-  # compiler's runtime and CUDA's own.
+  # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc (all of
+  # it: libresolv, reached through hdf5 -> curl -> krb5, must match the machine's libc), the compiler's runtime
+  # and CUDA's own.
   ldd "$stage"/bin/* "$stage"/lib/*.so | awk '/=> \// {print $3}' | sort -u |
-    grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libtower_|/libcud|/libcublas|/libnccl|/libcuda' |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libnss_[a-z]+|libanl|libutil|libBrokenLocale|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libtower_|/libcud|/libcublas|/libnccl|/libcuda' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
   strip --strip-unneeded "$stage"/bin/* "$stage"/lib/*.so* 2>/dev/null || true
   cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
@@ -51,94 +65,207 @@ pack() {
   cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$stage/"
   tar -C "$stage" -cf - . | xz -T0 -6 > "$bundle_dir/bundle.tar.xz"
   ls -la "$bundle_dir/bundle.tar.xz"
+  # The bundle travels beside the source tree in the 64 MiB a lent machine takes.
+  local size
+  size=$(stat -c %s "$bundle_dir/bundle.tar.xz")
+  [ "$size" -le $((50 << 20)) ] || { echo "the bundle is $((size >> 20)) MiB, more than 50" >&2; exit 2; }
   echo "carry build-gpu/bundle.tar.xz and run: bash scripts/gpu-check.sh run"
 }
 
-report=""
-say() { echo "$*"; report+="$*"$'\n'; }
+out=${OUT:-$PWD}
+dry=0
+budget=${GPU_CHECK_BUDGET:-360}
+deadline=0
 failures=0
-check() {  # check NAME COMMAND...: runs it, records pass/fail and the output's tail in the report
-  local name=$1; shift
-  local log=$work/$(echo "$name" | tr ' /' '__').log start=$SECONDS rc=0
-  "$@" >"$log" 2>&1 || rc=$?
+stage_no=0
+work=""
+tower_libs=""
+tower=()
+
+# Appends a line to the report at once, so a run cut short keeps what it did.
+say() { echo "$*"; printf '%s\n' "$*" >> "$out/gpu-report.md"; }
+
+# Letters, digits, '.', '_' and '-' only: the names a lent machine returns.
+plain_name() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_' | tr -s '_'; }
+
+pack_logs() { tar -C "$work" -czf "$out/gpu-logs.tar.gz" logs 2>/dev/null || true; }
+
+# Runs COMMAND... as stage NAME for at most LIMIT seconds (less when the run's budget is nearly spent), appends
+# its status and the tail of its log to the report, and packs the logs. A failure (not a timeout) is rerun once
+# with CUDA_LAUNCH_BLOCKING=1. Returns the command's status.
+stage() {
+  local name=$1 limit=$2; shift 2
+  stage_no=$((stage_no + 1))
+  local log="$work/logs/$(printf '%02d' "$stage_no")-$(plain_name "$name").log"
+  local left=$((deadline - SECONDS))
+  [ -z "${GPU_CHECK_MAX_STAGE_SECONDS:-}" ] || [ "$limit" -le "$GPU_CHECK_MAX_STAGE_SECONDS" ] ||
+    limit=$GPU_CHECK_MAX_STAGE_SECONDS
+  [ "$limit" -le "$left" ] || limit=$left
+  if [ "$limit" -lt 3 ]; then
+    say "### $name: SKIPPED (the run's ${budget} s are spent)"
+    failures=$((failures + 1))
+    return 125
+  fi
+  if [ $dry -eq 1 ]; then
+    if [ "$name" = "${GPU_CHECK_HANG_STAGE:-}" ]; then set -- sleep 100000; else set -- echo "would run: $*"; fi
+  fi
+  local start=$SECONDS rc=0
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1 || rc=$?
   local status=PASS
-  [ $rc -eq 0 ] || { status="FAIL (exit $rc)"; failures=$((failures + 1)); }
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    status="TIMEOUT (${limit} s)"
+  elif [ $rc -ne 0 ]; then
+    status="FAIL (exit $rc)"
+    left=$((deadline - SECONDS))
+    if [ $dry -eq 0 ] && [ "$left" -ge 10 ]; then
+      [ "$limit" -le "$left" ] || limit=$left
+      local rerun=0
+      timeout -k 5 "$limit" env CUDA_LAUNCH_BLOCKING=1 "$@" >"${log%.log}-blocking.log" 2>&1 || rerun=$?
+      status+="; rerun with CUDA_LAUNCH_BLOCKING=1: exit $rerun"
+    fi
+  fi
+  [ $rc -eq 0 ] || failures=$((failures + 1))
   say "### $name: $status ($((SECONDS - start)) s)"
   say '```'
   say "$ $*"
-  say "$(tail -n 40 "$log")"
+  say "$(tail -n 25 "$log")"
   say '```'
+  pack_logs
+  return $rc
 }
+
 
 # The lib folder of NVIDIA's pip package nvidia.<name> (a namespace package: no __file__), if installed.
 pip_lib() {
   python3 -c "import nvidia.$1 as m, os; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null
 }
 
+# The libraries' versions as Tower's programs load them (the build's headers may be newer): python3 opens each
+# library from the folders of LD_PATH (the programs' path, given as an argument, not as python3's own
+# LD_LIBRARY_PATH), else from the system's.
+write_versions_probe() {
+  cat > "$work/versions.py" <<'PY'
+import ctypes, os, subprocess, sys
+def load(name):
+    for folder in sys.argv[1].split(":"):
+        if folder and os.path.exists(os.path.join(folder, name)):
+            return ctypes.CDLL(os.path.join(folder, name))
+    return ctypes.CDLL(name)
+def version(lib, fn, pointer):
+    try:
+        f = getattr(load(lib), fn)
+        if pointer:
+            v = ctypes.c_int()
+            f(ctypes.byref(v))
+            return v.value
+        f.restype = ctypes.c_size_t
+        return f()
+    except (OSError, AttributeError) as e:
+        return "not loaded (%s)" % e
+for name, lib, fn, pointer in [("CUDA driver", "libcuda.so.1", "cuDriverGetVersion", True),
+                               ("CUDA runtime", "libcudart.so.13", "cudaRuntimeGetVersion", True),
+                               ("cuDNN", "libcudnn.so.9", "cudnnGetVersion", False),
+                               ("cuBLASLt", "libcublasLt.so.13", "cublasLtGetVersion", False),
+                               ("NCCL", "libnccl.so.2", "ncclGetVersion", True)]:
+    print("%s: %s" % (name, version(lib, fn, pointer)))
+subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+PY
+}
+
+# The suites that hold *_CUDA tests, one a line.
+cuda_suites() {
+  if [ $dry -eq 1 ]; then
+    grep -rhoE '^TEST(_F|_P)?\(\w+, \w*_CUDA\)' "$here/tests" | sed -E 's/^TEST(_F|_P)?\((\w+),.*/\2/' | sort -u
+  else
+    "${tower[@]}" bin/tower_tests --gtest_list_tests --gtest_filter='*_CUDA*' | awk '/^[^ ]/ {sub(/\.$/, ""); print}' |
+      sed 's#/.*##' | sort -u
+  fi
+}
+
+accuracy_of() { grep -ho '"test_accuracy": [0-9.]*' "$work"/logs/*-"$1".log 2>/dev/null | awk '{print $2}' | head -1; }
+
 run() {
-  local out=${OUT:-$PWD}
+  [ "$mode" = dry-run ] && dry=1
+  mkdir -p "$out"
   work=$(mktemp -d)
-  [ -f "$bundle_dir/bundle.tar.xz" ] || { echo "no $bundle_dir/bundle.tar.xz: run 'scripts/gpu-check.sh pack' first" >&2; exit 2; }
-  xz -dc "$bundle_dir/bundle.tar.xz" | tar -C "$work" -xf -
+  mkdir -p "$work/logs"
+  : > "$out/gpu-report.md"
+  deadline=$((SECONDS + budget))
+  if [ $dry -eq 0 ]; then
+    [ -f "$bundle_dir/bundle.tar.xz" ] || { echo "no $bundle_dir/bundle.tar.xz: run 'scripts/gpu-check.sh pack' first" >&2; exit 2; }
+    xz -dc "$bundle_dir/bundle.tar.xz" | tar -C "$work" -xf -
+  fi
   local cudnn=${CUDNN_LIB:-$(pip_lib cudnn)}
   # NCCL (about 250 MiB) does not fit in the bundle: NCCL_LIB, else PyTorch's pip folder nvidia/nccl/lib.
   local nccl=${NCCL_LIB:-$(pip_lib nccl)}
-  export LD_LIBRARY_PATH="$work/lib:${cudnn:+$cudnn:}${nccl:+$nccl:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  tower_libs="$work/lib:${cudnn:+$cudnn:}${nccl:+$nccl:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  # Only Tower's programs get the bundle's libraries.
+  tower=(env "LD_LIBRARY_PATH=$tower_libs")
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-  say "# Tower GPU check, $(date -u '+%F %H:%M UTC')"
+  say "# Tower GPU check$([ $dry -eq 1 ] && echo ' (dry run: no GPU, stand-ins for every stage)'), $(date -u '+%F %H:%M UTC')"
   say ""
-  say "- commit: $(cat "$work/COMMIT" | tr '\n' ' ')"
-  say "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tr '\n' ';' || echo none)"
+  say "- commit: $(cat "$work/COMMIT" 2>/dev/null | tr '\n' ' ' || echo unknown)"
   say "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
   say "- cuDNN from: ${cudnn:-the system}; NCCL from: ${nccl:-the system}"
   say ""
-  local missing
-  missing=$(ldd "$work"/bin/* 2>&1 | grep 'not found' | sort -u)
-  if [ -n "$missing" ]; then say "### libraries: FAIL"; say '```'; say "$missing"; say '```'; failures=$((failures + 1)); fi
+  if [ $dry -eq 0 ]; then
+    local missing
+    missing=$("${tower[@]}" ldd "$work"/bin/* 2>&1 | grep 'not found' | sort -u)
+    if [ -n "$missing" ]; then say "### libraries: FAIL"; say '```'; say "$missing"; say '```'; failures=$((failures + 1)); fi
+  fi
   cd "$work"
-  check "op table and every *_CUDA test" env -u TOWER_DEVICE bin/tower_tests --gtest_filter='*_CUDA*:OpTable.*:CachingAllocator.*:ModelDevice.*'
-  check "convnet on cuda:0 (2 epochs)" env TOWER_DEVICE=cuda:0 bin/bench_train convnet 2 128 data
-  check "convnet on the CPU (2 epochs)" env TOWER_DEVICE=cpu bin/bench_train convnet 2 128 data
+  write_versions_probe
+  stage "versions" 20 python3 versions.py "$tower_libs"
+  stage "smoke" 90 "${tower[@]}" TOWER_ALLOW_TF32=0 bin/tower_tests --gtest_filter='Device*:CachingAllocator.*:OpTable.EveryGpuMatchesTheCpu_CUDA'
+  local suite
+  for suite in $(cuda_suites); do
+    [ "$suite" = OpTable ] && continue  # in the smoke stage
+    stage "suite $suite" 120 "${tower[@]}" TOWER_ALLOW_TF32=0 bin/tower_tests --gtest_filter="$suite.*_CUDA*:$suite/*.*_CUDA*"
+  done
+  stage "convnet on cuda0" 60 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_train convnet 2 128 data
+  stage "convnet on cpu" 90 "${tower[@]}" TOWER_DEVICE=cpu bin/bench_train convnet 2 128 data
   local gpu_acc cpu_acc
-  gpu_acc=$(grep -ho '"test_accuracy": [0-9.]*' convnet_on_cuda:0_*.log 2>/dev/null | awk '{print $2}')
-  cpu_acc=$(grep -ho '"test_accuracy": [0-9.]*' convnet_on_the_CPU_*.log 2>/dev/null | awk '{print $2}')
-  if [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] &&
+  gpu_acc=$(accuracy_of convnet_on_cuda0)
+  cpu_acc=$(accuracy_of convnet_on_cpu)
+  if [ $dry -eq 1 ]; then
+    say "### convnet accuracy: not compared (dry run)"
+  elif [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] &&
      python3 -c "import sys; sys.exit(0 if abs($gpu_acc - $cpu_acc) <= 0.005 else 1)"; then
     say "### convnet accuracy, GPU $gpu_acc vs CPU $cpu_acc: PASS (within 0.5 points)"
   else
     say "### convnet accuracy, GPU ${gpu_acc:-none} vs CPU ${cpu_acc:-none}: FAIL (must agree within 0.5 points)"
     failures=$((failures + 1))
   fi
-  check "MLP on cuda:0 (2 epochs)" env TOWER_DEVICE=cuda:0 bin/bench_train mlp 2 128 data
-  # MirroredStrategy on 1, 2 and 4 logical GPUs of GPU 0 (the *_CUDA tests above check that they train alike).
-  check "examples/sec of 1, 2, 4 logical GPUs" bin/bench_distribute_scaling gpu 1,2,4 64 30
-  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    for model in convnet mlp; do
-      check "PyTorch $model on cuda:0" env TOWER_TORCH_DEVICE=cuda python3 train_reference.py torch "$model" 2 128 data
-    done
-  else
-    say "### PyTorch: not run (no PyTorch with CUDA here)"
-  fi
+  stage "mlp on cuda0" 40 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_train mlp 2 128 data
+  # MirroredStrategy on 1, 2 and 4 logical GPUs of GPU 0 (the *_CUDA suites check that they train alike).
+  stage "logical gpus 1 2 4" 60 "${tower[@]}" bin/bench_distribute_scaling gpu 1,2,4 64 30
+  local torch=0
+  if [ $dry -eq 1 ] || python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then torch=1; fi
+  [ $torch -eq 1 ] || say "### PyTorch: not run (no PyTorch with CUDA here)"
   # MobileNetV2 224x224, 10 classes, SGD momentum 0.9: Tower beside PyTorch (eager, channels_last) on one GPU.
+  local batch tower_ips torch_ips
   for batch in 64 128; do
-    check "MobileNetV2 batch $batch, Tower on cuda:0" env TOWER_DEVICE=cuda:0 bin/bench_mobilenet_v2 "$batch" 30 5
-    check "MobileNetV2 batch $batch, PyTorch on cuda" python3 mobilenet_v2_torch.py "$batch" 30 5
-    local tower torch
-    tower=$(grep -ho '"images_per_sec": [0-9.]*' "MobileNetV2_batch_${batch},_Tower_on_cuda:0.log" 2>/dev/null | awk '{print $2}')
-    torch=$(grep -ho '"images_per_sec": [0-9.]*' "MobileNetV2_batch_${batch},_PyTorch_on_cuda.log" 2>/dev/null | awk '{print $2}')
-    [ -n "$tower" ] && [ -n "$torch" ] && say "MobileNetV2 batch $batch: Tower / PyTorch = $(python3 -c "print(f'{$tower / $torch:.2f}x')")"
+    stage "mobilenet_v2 batch $batch tower" 60 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_mobilenet_v2 "$batch" 30 5
+    [ $torch -eq 1 ] || continue
+    stage "mobilenet_v2 batch $batch pytorch" 60 python3 mobilenet_v2_torch.py "$batch" 30 5
+    tower_ips=$(grep -ho '"images_per_sec": [0-9.]*' logs/*-mobilenet_v2_batch_${batch}_tower.log 2>/dev/null | awk '{print $2}')
+    torch_ips=$(grep -ho '"images_per_sec": [0-9.]*' logs/*-mobilenet_v2_batch_${batch}_pytorch.log 2>/dev/null | awk '{print $2}')
+    [ -n "$tower_ips" ] && [ -n "$torch_ips" ] &&
+      say "MobileNetV2 batch $batch: Tower / PyTorch = $(python3 -c "print(f'{$tower_ips / $torch_ips:.2f}x')")"
   done
+  if [ $torch -eq 1 ]; then
+    stage "pytorch convnet on cuda" 60 env TOWER_TORCH_DEVICE=cuda python3 train_reference.py torch convnet 2 128 data
+  fi
   say ""
-  say "failures: $failures"
+  say "failures: $failures (run took $SECONDS s)"
+  pack_logs
   cd - >/dev/null
-  printf '%s' "$report" > "$out/gpu-report.md"
-  mkdir -p "$out/gpu-logs" && cp "$work"/*.log "$out/gpu-logs/" 2>/dev/null
-  echo "report: $out/gpu-report.md"
+  echo "report: $out/gpu-report.md, logs: $out/gpu-logs.tar.gz"
   [ $failures -eq 0 ]
 }
 
 case "$mode" in
   pack) pack ;;
-  run) run ;;
-  *) echo "usage: scripts/gpu-check.sh pack|run" >&2; exit 2 ;;
+  run | dry-run) run ;;
+  *) echo "usage: scripts/gpu-check.sh pack|run|dry-run" >&2; exit 2 ;;
 esac

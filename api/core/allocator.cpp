@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "api/core/alignment.h"
+
 #ifdef TOWER_WITH_CUDA
 #include "api/core/cuda/cuda_device.h"
 #endif
@@ -23,7 +25,7 @@ std::string mib(std::size_t bytes) {
 
 class HostRawAllocator final : public RawAllocator {
  public:
-  void* allocate(std::size_t bytes) override { return std::aligned_alloc(64, bytes); }
+  void* allocate(std::size_t bytes) override { return std::aligned_alloc(kBufferAlignment, align_bytes(bytes)); }
   void deallocate(void* ptr, std::size_t) override { std::free(ptr); }
   std::size_t free_bytes() const override {
     return static_cast<std::size_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -192,7 +194,7 @@ void CachingAllocator::release_cached_locked() {
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) {
-    static CachingAllocator cpu(std::make_unique<HostRawAllocator>());
+    static CachingAllocator cpu(std::make_unique<HostRawAllocator>(), kBufferAlignment);
     return cpu;
   }
 #ifdef TOWER_WITH_CUDA

@@ -34,7 +34,8 @@ struct AllocatorStats {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  // Returns memory aligned to 64 bytes (256 on a GPU), or throws OutOfMemory naming the device and sizes.
+  // Returns memory aligned to kBufferAlignment (256 bytes, alignment.h) on every device, or throws OutOfMemory
+  // naming the device and sizes.
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) = 0;
   virtual AllocatorStats stats() const = 0;

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "api/core/capture_check.h"
+
 #ifdef TOWER_WITH_CUDA
 #include "api/core/cuda/cuda_device.h"
 #endif
@@ -20,6 +22,9 @@ namespace {
 }  // namespace
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+  if (dst_device.is_cpu() || src_device.is_cpu())
+    detail::report_to_capture_check("copying " + std::to_string(bytes) + " bytes from " + src_device.to_string() +
+                                    " to " + dst_device.to_string());
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     if (bytes) std::memmove(dst, src, bytes);
     return;
@@ -51,6 +56,7 @@ void upload_after(void* dst, Device dst_device, const void* src, std::size_t byt
   if (!(after.device() == dst_device))
     throw std::invalid_argument("upload_after: the marker is of " + after.device().to_string() +
                                 ", the destination on " + dst_device.to_string());
+  detail::report_to_capture_check("uploading " + std::to_string(bytes) + " bytes to " + dst_device.to_string());
   if (dst_device.is_cpu()) {
     if (bytes) std::memmove(dst, src, bytes);
     return;

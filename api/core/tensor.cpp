@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "api/core/allocator.h"
+#include "api/core/capture_check.h"
 #include "api/core/device_memory.h"
 
 namespace tower {
@@ -12,6 +13,7 @@ namespace tower {
 Storage::Storage(std::size_t bytes, Device device)
     : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
   charge_allocation_limit(bytes);
+  detail::report_to_capture_check("allocating " + std::to_string(bytes) + " bytes on " + device.to_string());
   ptr_ = allocator_->allocate(bytes);
 }
 
@@ -134,6 +136,8 @@ void Tensor::fill(float value) {
 void Tensor::zero() { fill_bytes(raw_data(), device(), nbytes(), 0); }
 
 std::vector<float> Tensor::to_vector() const {
+  // A GPU tensor's read is reported by its copy to the host.
+  if (device().is_cpu()) detail::report_to_capture_check("reading " + std::to_string(nbytes()) + " bytes on the host");
   const Tensor host = to(Device::cpu());
   const float* p = host.data<float>();
   return std::vector<float>(p, p + numel());

@@ -6,12 +6,13 @@
 #include <unordered_map>
 
 #include "api/backend/backend.h"
+#include "api/core/alignment.h"
 
 namespace tower {
 
 namespace {
-constexpr std::size_t kAlign = 64;
-std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+constexpr std::size_t kAlign = kBufferAlignment;
+std::size_t aligned(std::size_t n) { return align_bytes(n); }
 std::atomic<std::uint64_t> plans_made{0};
 }  // namespace
 
@@ -265,15 +266,11 @@ void Plan::plan_backward() {
       steps_[static_cast<std::size_t>(s)]->gradients_ready.push_back(static_cast<int>(k));
   }
 
-  std::size_t total = 0;
-  for (const VariablePtr& v : trainable_) total += static_cast<std::size_t>(v->value.numel());
-  flat_grads_ = Tensor::zeros(Shape{static_cast<Index>(total)}, DType::float32, options_.device);
-  std::size_t offset = 0;
-  for (const VariablePtr& v : trainable_) {
-    weight_grads_.push_back(flat_grads_.slice(static_cast<Index>(offset), static_cast<Index>(offset) + v->value.numel())
-                                .reshape(v->value.shape()));
-    offset += static_cast<std::size_t>(v->value.numel());
-  }
+  std::vector<Shape> shapes;
+  for (const VariablePtr& v : trainable_) shapes.push_back(v->value.shape());
+  PackedBuffers grads = pack_buffers(shapes, options_.device, true);
+  flat_grads_ = std::move(grads.flat);
+  weight_grads_ = std::move(grads.views);
 }
 
 void Plan::assign_memory() {
@@ -302,6 +299,7 @@ void Plan::assign_memory() {
   arena_ = std::make_shared<Storage>(std::max<std::size_t>(arena_bytes_, kAlign), options_.device);
   for (Value* v : order) {
     v->tensor = Tensor(arena_, v->offset, v->shape, DType::float32);
+    require_aligned(v->tensor, "Plan: an arena buffer of shape " + v->shape.to_string());
     if (v->zero) v->tensor.zero();
   }
   for (auto& v : values_)  // views of model inputs are bound with them, in set_input

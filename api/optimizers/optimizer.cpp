@@ -307,9 +307,16 @@ void Optimizer::run_step() {
   ran_ = true;
 }
 
+void Optimizer::step_replayed() {
+  require_prepared("step_replayed");
+  ran_ = true;
+}
+
 void Optimizer::finish_step() {
   require_prepared("finish_step");
-  if (!ran_) throw std::logic_error(type_ + ".finish_step: the prepared step has not run (call run_step first)");
+  if (!ran_)
+    throw std::logic_error(type_ +
+                           ".finish_step: the prepared step has not run (call run_step or step_replayed first)");
   prepared_ = false;
   prepared_variables_ = nullptr;
   prepared_gradients_ = nullptr;

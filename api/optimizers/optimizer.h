@@ -125,9 +125,13 @@ class Optimizer {
   //                 prepare_step;
   //   finish_step:  counts the step (iterations() += 1).
   // apply_gradients is the three in order. The lists must stay alive and unchanged until run_step returns.
-  // Throws std::logic_error for run_step or finish_step without a prepared step.
+  // A replayed graph runs none of the host's code: after its launch, step_replayed() stands for run_step (the
+  // graph holds a run_step captured after an earlier prepare_step whose fingerprint matched this one's).
+  // Throws std::logic_error for run_step, step_replayed or finish_step without a prepared step, and for
+  // finish_step before run_step or step_replayed.
   void prepare_step(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients);
   void run_step();
+  void step_replayed();
   void finish_step();
   // Appends what a step captured after prepare_step depends on besides the variables and gradients: where the
   // slots, the clipping scratch and the scalars are, and what selects the update's code (the rule and whether it

@@ -492,11 +492,12 @@ void TrainingLoop::graphed_train_step(ReplicaSlot& slot, const data::Element& ba
   const std::vector<Tensor>& gradients = plan.weight_grads();
   add_penalties(variables, static_cast<double>(n));
   optimizer_->prepare_step(variables, gradients);
-  step_graphs_.run(capturer, &plan, step_fingerprint(slot), [&] {
+  const StepGraphs::Ran ran = step_graphs_.run(capturer, &plan, step_fingerprint(slot), [&] {
     plan.run_forward();
     losses_and_backward(slot, n, Mode::train);
     run_update(variables, gradients, *optimizer_);
   });
+  if (ran != StepGraphs::Ran::eager) optimizer_->step_replayed();  // a graph's launch ran the update
   optimizer_->finish_step();
 }
 

@@ -5,9 +5,11 @@
 // are reduced strictly in bucket order, whatever order gradients become ready in, so every replica makes the same
 // sequence of collective calls.
 //
-// The gradients are the views of one flat buffer (Plan::flat_grads): gradient k occupies floats
-// [offset_k, offset_k + sizes[k]), offset_k being the sum of the sizes before it. Taken in reverse order, each
-// bucket is one contiguous range of that buffer, so a bucket is reduced in place with one call and no copy.
+// The gradients are the views of one flat buffer (Plan::flat_grads), each on a 256-byte boundary: gradient k
+// takes floats [offset_k, offset_k + sizes[k]), offset_k being the sum of the sizes before it, where sizes[k] is
+// the gradient's room with the padding after it (PackedBuffers::rooms, api/core/alignment.h). Taken in reverse
+// order, each bucket is one contiguous range of that buffer, so a bucket is reduced in place with one call and no
+// copy.
 #include <cstddef>
 #include <span>
 #include <utility>

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/backend/backend.h"
+#include "api/core/alignment.h"
 #include "api/core/device_memory.h"
 #include "api/core/random.h"
 #include "api/engine/plan.h"
@@ -264,28 +265,27 @@ Plan& MirroredReplicas::plan(int r, Index batch, bool training) {
   return *slot;
 }
 
+namespace {
+std::vector<Shape> shapes_of(const std::vector<VariablePtr>& variables) {
+  std::vector<Shape> shapes;
+  for (const VariablePtr& v : variables) shapes.push_back(v->value.shape());
+  return shapes;
+}
+}  // namespace
+
 void MirroredReplicas::prepare_reduction() {
   std::vector<VariablePtr> now = model_.trainable_weights();
   if (reduced_.defined() && now == reduced_for_) return;
-  Index total = 0;
-  std::vector<Index> sizes;
-  for (const VariablePtr& v : now) {
-    total += v->value.numel();
-    sizes.push_back(v->value.numel());
-  }
-  buckets_ = assign_buckets(sizes, bucket_cap_bytes_);
+  // Packed as the plans pack their gradients (alignment.h), so a bucket is the same range of every buffer.
+  PackedBuffers packed = pack_buffers(shapes_of(now), devices_[0].device, true);
+  buckets_ = assign_buckets(packed.rooms, bucket_cap_bytes_);
   trackers_.clear();
-  for (int r = 0; r < local_; ++r) trackers_.emplace_back(&buckets_, static_cast<int>(sizes.size()));
+  for (int r = 0; r < local_; ++r) trackers_.emplace_back(&buckets_, static_cast<int>(now.size()));
   bucket_parts_.assign(buckets_.size(), std::vector<float*>(static_cast<std::size_t>(local_), nullptr));
-  reduced_ = Tensor::zeros(Shape{std::max<Index>(total, 1)}, DType::float32, devices_[0].device);
-  reduced_views_.clear();
-  Index offset = 0;
-  for (const VariablePtr& v : now) {
-    reduced_views_.push_back(reduced_.slice(offset, offset + v->value.numel()).reshape(v->value.shape()));
-    offset += v->value.numel();
-  }
+  reduced_ = std::move(packed.flat);
+  reduced_views_ = std::move(packed.views);
   reduced_for_ = std::move(now);
-  reduced_count_ = total;
+  reduced_count_ = reduced_.numel();
 }
 
 void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool reduce_gradients) {
@@ -346,23 +346,15 @@ void MirroredReplicas::run(Index n, const tower::detail::ReplicaWork& work, bool
 void MirroredReplicas::sum_to_parameter_device(const Tensor& sum) {
   if (sum.device() == *central_) return;
   const std::vector<VariablePtr> trainable = model_.trainable_weights();
-  Index total = 0;
-  for (const VariablePtr& v : trainable) total += v->value.numel();
-  if (sum.numel() < total)
-    throw std::logic_error(who_ + "the summed gradients have " + std::to_string(sum.numel()) +
-                           " values, the model's trainable weights " + std::to_string(total));
-  if (!central_sum_.defined() || central_sum_.numel() != std::max<Index>(total, 1) ||
-      central_views_.size() != trainable.size()) {
-    central_sum_ = Tensor(Shape{std::max<Index>(total, 1)}, DType::float32, *central_);
-    central_views_.clear();
-    Index offset = 0;
-    for (const VariablePtr& v : trainable) {
-      central_views_.push_back(central_sum_.slice(offset, offset + v->value.numel()).reshape(v->value.shape()));
-      offset += v->value.numel();
-    }
+  if (!central_sum_.defined() || central_sum_.numel() != sum.numel() || central_views_.size() != trainable.size()) {
+    PackedBuffers packed = pack_buffers(shapes_of(trainable), *central_, false);
+    central_sum_ = std::move(packed.flat);
+    central_views_ = std::move(packed.views);
   }
-  copy_bytes(central_sum_.raw_data(), *central_, sum.raw_data(), sum.device(),
-             static_cast<std::size_t>(total) * sizeof(float));
+  if (sum.numel() != central_sum_.numel())
+    throw std::logic_error(who_ + "the summed gradients have " + std::to_string(sum.numel()) +
+                           " values, the model's trainable weights take " + std::to_string(central_sum_.numel()));
+  copy_bytes(central_sum_.raw_data(), *central_, sum.raw_data(), sum.device(), sum.nbytes());
   gradients_ = &central_views_;
 }
 
@@ -469,26 +461,19 @@ const std::vector<Tensor>& MirroredReplicas::copy_gradients(int r) {
     return last_plan_[ur]->weight_grads();
   // Else it is copied from the first replica's device: one buffer, as the gradients are one.
   const std::vector<VariablePtr>& trainable = copy_trainable_[ur];
-  Index total = 0;
-  for (const VariablePtr& v : trainable) total += v->value.numel();
   const Device device = devices_[ur].device;
   Tensor& flat = copy_sums_[ur];
   std::vector<Tensor>& views = copy_sum_views_[ur];
-  if (!flat.defined() || flat.numel() != std::max<Index>(total, 1) || flat.device() != device ||
-      views.size() != trainable.size()) {
-    flat = Tensor(Shape{std::max<Index>(total, 1)}, DType::float32, device);
-    views.clear();
-    Index offset = 0;
-    for (const VariablePtr& v : trainable) {
-      views.push_back(flat.slice(offset, offset + v->value.numel()).reshape(v->value.shape()));
-      offset += v->value.numel();
-    }
-  }
   const Tensor& sum = gradients_ == &reduced_views_ ? reduced_ : last_plan_[0]->flat_grads();
-  if (sum.numel() < total)
+  if (!flat.defined() || flat.numel() != sum.numel() || flat.device() != device || views.size() != trainable.size()) {
+    PackedBuffers packed = pack_buffers(shapes_of(trainable), device, false);
+    flat = std::move(packed.flat);
+    views = std::move(packed.views);
+  }
+  if (sum.numel() != flat.numel())
     throw std::logic_error(who_ + "the summed gradients have " + std::to_string(sum.numel()) + " values, replica " +
-                           std::to_string(r) + "'s trainable copies " + std::to_string(total));
-  copy_bytes(flat.raw_data(), device, sum.raw_data(), sum.device(), static_cast<std::size_t>(total) * sizeof(float));
+                           std::to_string(r) + "'s trainable copies take " + std::to_string(flat.numel()));
+  copy_bytes(flat.raw_data(), device, sum.raw_data(), sum.device(), sum.nbytes());
   return views;
 }
 

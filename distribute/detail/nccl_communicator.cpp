@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -150,7 +151,14 @@ class NcclCommunicator final : public DeviceCommunicator {
     auto compute = static_cast<cudaStream_t>(tower::cuda::stream(gpus_[r]));
     tower::cuda::check(cudaEventRecord(produced_[r], compute), "recording a bucket's gradients");
     tower::cuda::check(cudaStreamWaitEvent(streams_[r], produced_[r], 0), "ordering an all-reduce after backward");
-    check(ncclAllReduce(send, receive, count, ncclFloat32, ncclSum, comms_[r], streams_[r]),
+    ncclResult_t result = ncclInvalidUsage;  // the watchdog aborted the communicator: check() says why
+    {
+      // The watchdog cannot abort and null the communicator while this queues work on it.
+      std::shared_lock<std::shared_mutex> lock(comms_mutex_);
+      if (ncclComm_t comm = comms_[r])
+        result = ncclAllReduce(send, receive, count, ncclFloat32, ncclSum, comm, streams_[r]);
+    }
+    check(result,
           "ncclAllReduce of " + std::to_string(count) + " floats on rank " + std::to_string(first_rank_ + local));
   }
 
@@ -215,6 +223,7 @@ class NcclCommunicator final : public DeviceCommunicator {
   void abort_all(const std::string& why) {
     aborted_ = true;
     abort_reason_ = who_ + why + "; the communicators were aborted";
+    std::unique_lock<std::shared_mutex> lock(comms_mutex_);
     for (ncclComm_t& c : comms_)
       if (c) {
         ncclCommAbort(c);
@@ -247,6 +256,9 @@ class NcclCommunicator final : public DeviceCommunicator {
   bool stopping_ = false, aborted_ = false;
   std::string abort_reason_;
   mutable std::mutex mutex_;
+  // Guards comms_ between the callers that queue work on them (shared) and the watchdog's abort (exclusive). Never
+  // held while taking mutex_, which the watchdog holds when it takes this one.
+  std::shared_mutex comms_mutex_;
   std::condition_variable wake_;
   std::thread watchdog_;
 };

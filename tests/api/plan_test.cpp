@@ -1,8 +1,10 @@
 #include "api/engine/plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
+#include "api/core/alignment.h"
 #include "api/core/allocator.h"
 #include "layers/activation.h"
 #include "layers/add.h"
@@ -94,12 +96,59 @@ TEST(Plan, FlatGradientsAreOneContiguousBufferInWeightOrder) {
   o.batch_size = 2;
   o.backward = true;
   Plan plan(m.impl(), o);
-  Index total = 0;
-  for (const VariablePtr& v : plan.trainable_weights()) total += v->value.numel();
-  EXPECT_EQ(plan.flat_grads().numel(), total);
   EXPECT_EQ(plan.trainable_weights().size(), m.trainable_weights().size());
   ASSERT_EQ(plan.weight_grads().size(), plan.trainable_weights().size());
-  EXPECT_TRUE(plan.weight_grads()[0].same_storage(plan.flat_grads()));
+  // In weight order, each after the one before (the padding between them keeps each on 256 bytes), all inside.
+  const auto* flat = static_cast<const char*>(plan.flat_grads().raw_data());
+  const char* end = flat;
+  for (const Tensor& g : plan.weight_grads()) {
+    EXPECT_TRUE(g.same_storage(plan.flat_grads()));
+    const auto* p = static_cast<const char*>(g.raw_data());
+    EXPECT_GE(p, end);
+    end = p + g.nbytes();
+  }
+  EXPECT_LE(end, flat + plan.flat_grads().nbytes());
+}
+
+// cuDNN's bias gradient wrote 16 bytes at an 8-byte-aligned address inside the flat gradient buffer on an H200
+// (cudaErrorMisalignedAddress): every buffer a library may touch starts on 256 bytes.
+TEST(Plan, EveryBufferALibraryMayTouchStartsOn256Bytes) {
+  Model m = two_input_model();
+  PlanOptions o;
+  o.batch_size = 3;
+  o.backward = true;
+  o.training = true;
+  o.input_gradients = true;
+  Plan plan(m.impl(), o);
+  const auto aligned = [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.raw_data()) % 256 == 0; };
+  for (std::size_t k = 0; k < plan.weight_grads().size(); ++k) {
+    EXPECT_TRUE(aligned(plan.weight_grads()[k])) << "the gradient of " << plan.trainable_weights()[k]->path;
+    EXPECT_TRUE(aligned(plan.trainable_weights()[k]->value)) << plan.trainable_weights()[k]->path;
+  }
+  EXPECT_TRUE(aligned(plan.output(0)));
+  EXPECT_TRUE(aligned(plan.output_grad(0)));
+  EXPECT_TRUE(aligned(plan.input_grad(0)));
+  EXPECT_TRUE(aligned(plan.input_grad(1)));
+}
+
+TEST(Plan, RequireAlignedNamesTheBufferAndPackBuffersAlignsEach) {
+  const Tensor t({8});
+  EXPECT_NO_THROW(require_aligned(t, "t"));
+  try {
+    require_aligned(t.slice(1, 3), "the bias's gradient");
+    ADD_FAILURE() << "no exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the bias's gradient starts at 0x"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not on a 256-byte boundary (4 bytes past one)"), std::string::npos)
+        << e.what();
+  }
+  const PackedBuffers p = pack_buffers({Shape{3, 2}, Shape{3}, Shape{65}, Shape{1}}, Device::cpu(), true);
+  EXPECT_EQ(p.rooms, (std::vector<Index>{64, 64, 128, 1}));
+  EXPECT_EQ(p.flat.numel(), 257);
+  ASSERT_EQ(p.views.size(), 4u);
+  EXPECT_EQ(p.views[2].shape(), (Shape{65}));
+  for (const Tensor& v : p.views) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.raw_data()) % 256, 0u);
+  EXPECT_EQ(p.flat.to_vector(), std::vector<float>(257, 0.f));
 }
 
 // A strategy reduces a gradient as soon as the plan reports it ready, so at that moment it must hold its final

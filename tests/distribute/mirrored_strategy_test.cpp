@@ -12,6 +12,7 @@
 #include <cmath>
 #include <optional>
 
+#include "api/core/alignment.h"
 #include "distribute/detail/device_communicator.h"
 #include "distribute/detail/gradient_buckets.h"
 #include "distribute/detail/mirrored_replicas.h"
@@ -164,8 +165,10 @@ TEST(MirroredStrategy, SmallBucketsGiveTheSameTraining) {
     distribute::MirroredStrategy strategy({"cpu:0", "cpu:1", "cpu:2"}, op, {.bucket_cap_bytes = 256});
     expect_same_run(train(strategy, true, initial), single, "3 replicas, 256-byte buckets, " + name);
   }
-  std::vector<Index> sizes;
-  for (const VariablePtr& v : testing::small_convnet(true, true).trainable_weights()) sizes.push_back(v->value.numel());
+  // The buckets over the gradients' rooms in the flat buffer, each gradient on 256 bytes (api/core/alignment.h).
+  std::vector<Shape> shapes;
+  for (const VariablePtr& v : testing::small_convnet(true, true).trainable_weights()) shapes.push_back(v->value.shape());
+  const std::vector<Index> sizes = pack_buffers(shapes, Device::cpu(), false).rooms;
   const std::vector<distribute::detail::GradientBucket> buckets = distribute::detail::assign_buckets(sizes, 256);
   ASSERT_GT(buckets.size(), 2u);
   ASSERT_TRUE(comm);

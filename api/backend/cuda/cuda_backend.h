@@ -151,6 +151,11 @@ class CudaBackend final : public Backend {
 CudaBackend& backend(int index);
 
 // Throws std::runtime_error("<op> <shapes>: <library> error <message>") for a failed call.
+// TOWER_ALLOW_TF32: "0" keeps FP32 convolutions and matmuls off TF32 tensor cores (the parity tests run so),
+// "1" allows both; unset, PyTorch's defaults: convolutions may use TF32 (cudnn.allow_tf32), matmuls may not
+// (cuda.matmul.allow_tf32). Read once; any other value throws std::invalid_argument naming the variable.
+bool tf32_allowed();
+bool tf32_allowed_in_matmuls();
 void check_cuda(cudaError_t status, const std::string& op);
 void check_cudnn(cudnnStatus_t status, const std::string& op);
 void check_cublas(cublasStatus_t status, const std::string& op);

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -5,6 +6,24 @@
 #include "api/core/cuda/cuda_device.h"
 
 namespace tower::backend::cuda {
+
+namespace {
+// -1: unset (PyTorch's defaults), 0: off, 1: on.
+int tf32_setting() {
+  static const int setting = [] {
+    const char* v = std::getenv("TOWER_ALLOW_TF32");
+    if (!v) return -1;
+    const std::string s(v);
+    if (s == "0") return 0;
+    if (s == "1") return 1;
+    throw std::invalid_argument("TOWER_ALLOW_TF32 must be 0 or 1, got \"" + s + "\"");
+  }();
+  return setting;
+}
+}  // namespace
+
+bool tf32_allowed() { return tf32_setting() != 0; }
+bool tf32_allowed_in_matmuls() { return tf32_setting() == 1; }
 
 void check_cuda(cudaError_t status, const std::string& op) {
   if (status == cudaSuccess) return;

@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -42,15 +45,52 @@ std::size_t aligned(std::size_t bytes) {
 
 int as_int(Index v) { return static_cast<int>(v); }
 
-// The first algorithm of cuDNN's heuristic ranking that it can run. CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would
-// let it round FP32 data down to FP16, beyond the TF32 this backend allows.
-template <class Perf>
-const Perf& first_usable(const std::vector<Perf>& ranked, int count, const std::string& what) {
-  for (int i = 0; i < count; ++i)
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-      return ranked[i];
-  throw std::runtime_error(what + ": cuDNN's heuristic offers no algorithm");
+// TOWER_CUDNN_LOG=1: each Conv2D shape's algorithms and math types, and every algorithm that failed, on stderr.
+bool log_algorithms() {
+  static const bool on = [] {
+    const char* v = std::getenv("TOWER_CUDNN_LOG");
+    return v && std::string(v) != "0";
+  }();
+  return on;
 }
+
+// One direction of a convolution (forward, backward data, backward filter): the algorithms of cuDNN's heuristic
+// ranking that it can run, best first, and the one in use. When the one in use fails at run time the next one
+// takes its place (PyTorch does the same), so a shape that one kernel cannot run still trains.
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would let cuDNN round FP32 data down to FP16, beyond the TF32 this backend
+// allows; tensor-op math is TF32 on FP32 data, left out when TOWER_ALLOW_TF32 is 0.
+struct Direction {
+  struct Choice {
+    int algo;
+    cudnnMathType_t math;
+  };
+  std::string name;
+  std::vector<Choice> ranked;
+  std::size_t current = 0;
+  std::size_t bytes = 0;  // the workspace of the current algorithm
+
+  template <class Perf>
+  void rank(const std::vector<Perf>& perfs, int count, const std::string& shapes) {
+    for (int i = 0; i < count; ++i) {
+      const Perf& p = perfs[static_cast<std::size_t>(i)];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+      if (p.mathType == CUDNN_TENSOR_OP_MATH && !tf32_allowed()) continue;
+      // Default math may take TF32 on FP32 data; FMA math is the same algorithm without it.
+      const bool fma = p.mathType == CUDNN_DEFAULT_MATH && !tf32_allowed();
+      ranked.push_back({static_cast<int>(p.algo), fma ? CUDNN_FMA_MATH : p.mathType});
+    }
+    if (ranked.empty())
+      throw std::runtime_error("Conv2D " + name + " " + shapes + ": cuDNN's heuristic offers no algorithm");
+  }
+  const Choice& choice() const { return ranked[current]; }
+  std::string describe() const {
+    const Choice& c = choice();
+    const char* math = c.math == CUDNN_TENSOR_OP_MATH ? "TF32 tensor ops"
+                       : c.math == CUDNN_FMA_MATH      ? "FMA"
+                                                       : "default math";
+    return name + " algorithm " + std::to_string(c.algo) + " (" + math + ")";
+  }
+};
 
 // Conv2D on cuDNN's legacy API, float32 NHWC. The kernel's layout and asymmetric padding are handled as
 // cudnn_conv_layout.h describes: per call the kernel is reordered into scratch (and the weight gradient back) with
@@ -58,9 +98,11 @@ const Perf& first_usable(const std::vector<Perf>& ranked, int count, const std::
 // computed into such a buffer and its interior copied out); symmetric padding, the common case, convolves the
 // caller's tensors directly. Bias and ReLU together go through cudnnConvolutionBiasActivationForward; otherwise (or
 // if cuDNN reports that form unsupported for this shape) cudnnAddTensor and cudnnActivationForward follow the
-// convolution. Math: CUDNN_DEFAULT_MATH on FP32 lets cuDNN use TF32 tensor cores (PyTorch's cudnn.allow_tf32 =
-// True), then each direction takes the math type of the algorithm the heuristic chose. Algorithms are chosen once,
-// here, with cudnnGet*Algorithm_v7; scratch and cuDNN's workspace come from CudaBackend::workspace per call.
+// convolution; any failure of the fused call makes the shape unfused from then on. Math: CUDNN_DEFAULT_MATH on FP32
+// lets cuDNN use TF32 tensor cores (PyTorch's cudnn.allow_tf32 = True; TOWER_ALLOW_TF32=0 asks for FMA math and
+// algorithms without tensor ops), then each direction takes the math type of its algorithm. Algorithms are ranked
+// once, here, with cudnnGet*Algorithm_v7, and a direction moves down its ranking when an algorithm fails at run
+// time (Direction); scratch and cuDNN's workspace come from CudaBackend::workspace per call.
 class CudaConv2D final : public Conv2DOp {
  public:
   CudaConv2D(CudaBackend& backend, const Conv2DParams& p);
@@ -82,6 +124,12 @@ class CudaConv2D final : public Conv2DOp {
   void describe_tensors();
   void describe_convolution(const ConvolutionDescriptor& conv);
   void choose_algorithms(cudnnHandle_t handle);
+  // Makes the direction's current algorithm the one its descriptor runs: its math type and workspace size.
+  void use_current(Direction& d, const ConvolutionDescriptor& conv);
+  // Runs `call` (one attempt with d's current algorithm, its status returned) until it succeeds; after a failure
+  // the next ranked algorithm is tried, and when none is left the last failure throws.
+  void run_ranked(Direction& d, const ConvolutionDescriptor& conv, const std::string& step,
+                  const std::function<cudnnStatus_t()>& call);
   Scratch scratch(std::size_t library_bytes);
   void transform(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, float* to,
                  const std::string& step);
@@ -96,10 +144,7 @@ class CudaConv2D final : public Conv2DOp {
   FilterDescriptor filter_;
   ConvolutionDescriptor forward_conv_, data_conv_, filter_conv_;
   ActivationDescriptor relu_;
-  cudnnConvolutionFwdAlgo_t forward_algo_{};
-  cudnnConvolutionBwdDataAlgo_t data_algo_{};
-  cudnnConvolutionBwdFilterAlgo_t filter_algo_{};
-  std::size_t forward_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
+  Direction forward_run_{"forward"}, data_run_{"backward data"}, filter_run_{"backward filter"};
   bool fuse_bias_relu_;
 };
 
@@ -161,7 +206,8 @@ void CudaConv2D::describe_convolution(const ConvolutionDescriptor& conv) {
                                         p_.dilation_h, p_.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "describing the convolution");
   check(cudnnSetConvolutionGroupCount(conv.get(), p_.groups), "setting the group count");
-  check(cudnnSetConvolutionMathType(conv.get(), CUDNN_DEFAULT_MATH), "allowing TF32");
+  check(cudnnSetConvolutionMathType(conv.get(), tf32_allowed() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+        "setting the math type");
 }
 
 void CudaConv2D::choose_algorithms(cudnnHandle_t handle) {
@@ -171,36 +217,61 @@ void CudaConv2D::choose_algorithms(cudnnHandle_t handle) {
   check(cudnnGetConvolutionForwardAlgorithm_v7(handle, input_.get(), filter_.get(), forward_conv_.get(), y_.get(), most,
                                                &count, forward.data()),
         "forward: choosing an algorithm");
-  const auto& f = first_usable(forward, count, "Conv2D forward " + shapes_);
-  forward_algo_ = f.algo;
-  check(cudnnSetConvolutionMathType(forward_conv_.get(), f.mathType), "forward: setting the math type");
-  check(cudnnGetConvolutionForwardWorkspaceSize(handle, input_.get(), filter_.get(), forward_conv_.get(), y_.get(),
-                                                forward_algo_, &forward_bytes_),
-        "forward: sizing the workspace");
+  forward_run_.rank(forward, count, shapes_);
+  use_current(forward_run_, forward_conv_);
 
   check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &most), "backward data: counting algorithms");
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> data(static_cast<std::size_t>(most));
   check(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter_.get(), y_.get(), data_conv_.get(), input_.get(),
                                                     most, &count, data.data()),
         "backward data: choosing an algorithm");
-  const auto& d = first_usable(data, count, "Conv2D backward data " + shapes_);
-  data_algo_ = d.algo;
-  check(cudnnSetConvolutionMathType(data_conv_.get(), d.mathType), "backward data: setting the math type");
-  check(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, filter_.get(), y_.get(), data_conv_.get(), input_.get(),
-                                                     data_algo_, &data_bytes_),
-        "backward data: sizing the workspace");
+  data_run_.rank(data, count, shapes_);
+  use_current(data_run_, data_conv_);
 
   check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &most), "backward filter: counting algorithms");
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> filter(static_cast<std::size_t>(most));
   check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, input_.get(), y_.get(), filter_conv_.get(), filter_.get(),
                                                       most, &count, filter.data()),
         "backward filter: choosing an algorithm");
-  const auto& g = first_usable(filter, count, "Conv2D backward filter " + shapes_);
-  filter_algo_ = g.algo;
-  check(cudnnSetConvolutionMathType(filter_conv_.get(), g.mathType), "backward filter: setting the math type");
-  check(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, input_.get(), y_.get(), filter_conv_.get(),
-                                                       filter_.get(), filter_algo_, &filter_bytes_),
-        "backward filter: sizing the workspace");
+  filter_run_.rank(filter, count, shapes_);
+  use_current(filter_run_, filter_conv_);
+  if (log_algorithms())
+    std::cerr << "Tower: cuDNN Conv2D " << shapes_ << ": " << forward_run_.describe() << ", " << data_run_.describe()
+              << ", "
+              << filter_run_.describe() << "\n";
+}
+
+void CudaConv2D::use_current(Direction& d, const ConvolutionDescriptor& conv) {
+  cudnnHandle_t handle = backend_.cudnn();
+  const Direction::Choice& c = d.choice();
+  check(cudnnSetConvolutionMathType(conv.get(), c.math), d.name + ": setting the math type");
+  if (&d == &forward_run_)
+    check(cudnnGetConvolutionForwardWorkspaceSize(handle, input_.get(), filter_.get(), conv.get(), y_.get(),
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), &d.bytes),
+          "forward: sizing the workspace");
+  else if (&d == &data_run_)
+    check(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, filter_.get(), y_.get(), conv.get(), input_.get(),
+                                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), &d.bytes),
+          "backward data: sizing the workspace");
+  else
+    check(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, input_.get(), y_.get(), conv.get(), filter_.get(),
+                                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                                         &d.bytes),
+          "backward filter: sizing the workspace");
+}
+
+void CudaConv2D::run_ranked(Direction& d, const ConvolutionDescriptor& conv, const std::string& step,
+                            const std::function<cudnnStatus_t()>& call) {
+  for (;;) {
+    const cudnnStatus_t status = call();
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    if (d.current + 1 >= d.ranked.size()) check(status, step + " with " + d.describe() + ", the last cuDNN offers");
+    std::cerr << "Tower: cuDNN Conv2D " << shapes_ << ": " << d.describe() << " failed (" << cudnnGetErrorString(status)
+              << "); ";
+    ++d.current;
+    use_current(d, conv);
+    std::cerr << "using " << d.describe() << " from now on\n";
+  }
 }
 
 CudaConv2D::Scratch CudaConv2D::scratch(std::size_t library_bytes) {
@@ -225,52 +296,68 @@ const float* CudaConv2D::pad_input(const float* x, float* padded, const std::str
 }
 
 void CudaConv2D::forward(const float* x, const float* w, const float* bias, float* y) {
-  const Scratch s = scratch(forward_bytes_);
   cudnnHandle_t handle = backend_.cudnn();
   const float one = 1.f, zero = 0.f;
-  transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "forward: reordering the kernel");
-  const float* input = pad_input(x, s.padded, "forward");
   if (bias && fuse_bias_relu_) {
+    const Scratch s = scratch(forward_run_.bytes);
+    transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "forward: reordering the kernel");
+    const float* input = pad_input(x, s.padded, "forward");
     // alpha2 = 0 leaves out z; cuDNN still wants a tensor there, and y (never read) serves.
     const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
-        handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(), forward_algo_, s.library,
-        forward_bytes_, &zero, y_.get(), y, bias_.get(), bias, relu_.get(), y_.get(), y);
-    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) {
-      check(status, "forward with bias and ReLU");
-      return;
-    }
-    fuse_bias_relu_ = false;  // this shape runs the three steps below from now on
+        handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(forward_run_.choice().algo), s.library, forward_run_.bytes, &zero,
+        y_.get(), y, bias_.get(), bias, relu_.get(), y_.get(), y);
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    // Whatever the reason (not supported, a bad parameter, a failed launch), this shape runs the three steps below
+    // from now on.
+    fuse_bias_relu_ = false;
+    if (log_algorithms())
+      std::cerr << "Tower: cuDNN Conv2D " << shapes_ << ": the fused bias and ReLU failed ("
+                << cudnnGetErrorString(status) << "); not fused from now on\n";
   }
-  check(cudnnConvolutionForward(handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(),
-                                forward_algo_, s.library, forward_bytes_, &zero, y_.get(), y),
-        "forward");
+  run_ranked(forward_run_, forward_conv_, "forward", [&] {
+    const Scratch s = scratch(forward_run_.bytes);
+    transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "forward: reordering the kernel");
+    const float* input = pad_input(x, s.padded, "forward");
+    return cudnnConvolutionForward(handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(),
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(forward_run_.choice().algo), s.library,
+                                   forward_run_.bytes, &zero, y_.get(), y);
+  });
   if (bias) check(cudnnAddTensor(handle, &one, bias_.get(), bias, &one, y_.get(), y), "forward: adding the bias");
   if (p_.relu)
     check(cudnnActivationForward(handle, relu_.get(), &one, y_.get(), y, &zero, y_.get(), y), "forward: ReLU");
 }
 
 void CudaConv2D::backward_data(const float* dy, const float* w, float* dx) {
-  const Scratch s = scratch(data_bytes_);
   const float one = 1.f, zero = 0.f;
-  transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "backward data: reordering the kernel");
-  float* gradient = layout_.padded() ? s.padded : dx;
-  check(cudnnConvolutionBackwardData(backend_.cudnn(), &one, filter_.get(), s.weights, y_.get(), dy, data_conv_.get(),
-                                     data_algo_, s.library, data_bytes_, &zero, input_.get(), gradient),
-        "backward data");
+  float* gradient = dx;
+  run_ranked(data_run_, data_conv_, "backward data", [&] {
+    const Scratch s = scratch(data_run_.bytes);
+    transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "backward data: reordering the kernel");
+    gradient = layout_.padded() ? s.padded : dx;
+    return cudnnConvolutionBackwardData(backend_.cudnn(), &one, filter_.get(), s.weights, y_.get(), dy,
+                                        data_conv_.get(),
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(data_run_.choice().algo), s.library,
+                                        data_run_.bytes, &zero, input_.get(), gradient);
+  });
   if (layout_.padded())
     transform(x_in_padded_.get(), gradient + layout_.x_offset, x_.get(), dx,
               "backward data: cropping the padded gradient");
 }
 
 void CudaConv2D::backward_weights(const float* x, const float* dy, float* dw, float* dbias) {
-  const Scratch s = scratch(filter_bytes_);
   cudnnHandle_t handle = backend_.cudnn();
   const float one = 1.f, zero = 0.f;
-  const float* input = pad_input(x, s.padded, "backward filter");
-  check(cudnnConvolutionBackwardFilter(handle, &one, input_.get(), input, y_.get(), dy, filter_conv_.get(),
-                                       filter_algo_, s.library, filter_bytes_, &zero, filter_.get(), s.weights),
-        "backward filter");
-  transform(cudnn_weights_.get(), s.weights, keras_weights_.get(), dw, "backward filter: reordering the gradient");
+  float* weights = nullptr;
+  run_ranked(filter_run_, filter_conv_, "backward filter", [&] {
+    const Scratch s = scratch(filter_run_.bytes);
+    weights = s.weights;
+    const float* input = pad_input(x, s.padded, "backward filter");
+    return cudnnConvolutionBackwardFilter(handle, &one, input_.get(), input, y_.get(), dy, filter_conv_.get(),
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter_run_.choice().algo),
+                                          s.library, filter_run_.bytes, &zero, filter_.get(), s.weights);
+  });
+  transform(cudnn_weights_.get(), weights, keras_weights_.get(), dw, "backward filter: reordering the gradient");
   if (dbias)
     check(cudnnConvolutionBackwardBias(handle, &one, y_.get(), dy, &zero, bias_.get(), dbias), "backward bias");
 }

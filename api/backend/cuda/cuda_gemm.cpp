@@ -44,14 +44,17 @@ constexpr std::uint64_t kMaxWorkspaceBytes = std::uint64_t{32} << 20;
 
 // One shape's cuBLASLt matmul in the column-major view of cublaslt_gemm_layout.h: the operation, the layouts of
 // its operands and the algorithm the heuristic chose. CUBLAS_COMPUTE_32F, without TF32: PyTorch's default for
-// matmul.
+// matmul; CUBLAS_COMPUTE_32F_FAST_TF32 with TOWER_ALLOW_TF32=1.
 class GemmPlan {
  public:
   GemmPlan(cublasLtHandle_t handle, const GemmKey& key) : what_(describe(key)) {
     try {
       const CublasLtGemmLayout layout =
           cublaslt_gemm_layout(key.trans_a, key.trans_b, key.m, key.n, key.k, key.lda, key.ldb, key.ldc);
-      check(cublasLtMatmulDescCreate(&operation_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "creating the matmul descriptor");
+      check(cublasLtMatmulDescCreate(&operation_,
+                                     tf32_allowed_in_matmuls() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                     CUDA_R_32F),
+            "creating the matmul descriptor");
       set(CUBLASLT_MATMUL_DESC_TRANSA, layout.first.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
       set(CUBLASLT_MATMUL_DESC_TRANSB, layout.second.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
       describe_operand(&first_, layout.first);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/core/alignment.h"
 #include "api/core/staging.h"
 
 namespace tower::cuda {
@@ -121,7 +122,7 @@ PerDevice& device_state(int index) {
     set_device(index);
     check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cudaStreamCreate on cuda:" +
                                                                           std::to_string(index));
-    d.allocator = std::make_unique<CachingAllocator>(std::make_unique<CudaRawAllocator>(index), 256);
+    d.allocator = std::make_unique<CachingAllocator>(std::make_unique<CudaRawAllocator>(index), kBufferAlignment);
     d.staging = std::make_unique<StagingRing>(std::make_unique<CudaStagingOps>(index, d.stream, kStagingSlots),
                                               kStagingSlots, kStagingSlotBytes);
   });
@@ -175,15 +176,49 @@ void check(int status, const std::string& what) {
 
 CachingAllocator& allocator(int index) { return *device_state(index).allocator; }
 
+namespace {
+
+// A graph holds no host work: an upload (its pinned buffers are filled by the host, and it runs on the copy
+// stream, outside the capture) or a read into the host (which waits for the stream) would happen once, at
+// capture time, or break the capture. They belong before or after a captured step, never in it.
+void refuse_while_capturing(int index, const std::string& what) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream(index)), &status), what);
+  if (status != cudaStreamCaptureStatusNone)
+    throw std::logic_error(what + " while the stream of cuda:" + std::to_string(index) +
+                           " is being captured as a graph: a captured step may not upload or read through the host");
+}
+
+// The copy between two GPUs on the destination's stream, after the work queued on the source's so far; the
+// source's stream waits for the copy, so its later work cannot overwrite the bytes while they are read.
+void copy_peer(void* dst, int dst_index, const void* src, int src_index, std::size_t bytes, const std::string& what) {
+  auto src_stream = static_cast<cudaStream_t>(stream(src_index));
+  auto dst_stream = static_cast<cudaStream_t>(stream(dst_index));
+  cudaEvent_t ready = nullptr, done = nullptr;
+  set_device(src_index);
+  check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), what);
+  check(cudaEventRecord(ready, src_stream), what);
+  set_device(dst_index);
+  check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), what);
+  check(cudaStreamWaitEvent(dst_stream, ready, 0), what);
+  check(cudaMemcpyPeerAsync(dst, dst_index, src, src_index, bytes, dst_stream), what);
+  check(cudaEventRecord(done, dst_stream), what);
+  set_device(src_index);
+  check(cudaStreamWaitEvent(src_stream, done, 0), what);
+  // Destroying a recorded event is safe: its resources go once the work it marks has finished.
+  cudaEventDestroy(ready);
+  cudaEventDestroy(done);
+}
+
+}  // namespace
+
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
   if (bytes == 0) return;
   const std::string what = "copying " + std::to_string(bytes) + " bytes from " + src_device.to_string() + " to " +
                            dst_device.to_string();
   if (dst_device.is_cuda() && src_device.is_cuda()) {
     if (dst_device.index != src_device.index) {
-      synchronize(src_device.index);
-      auto s = static_cast<cudaStream_t>(stream(dst_device.index));
-      check(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, s), what);
+      copy_peer(dst, dst_device.index, src, src_device.index, bytes, what);
       return;
     }
     set_device(dst_device.index);
@@ -192,11 +227,13 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     return;
   }
   if (dst_device.is_cuda()) {
+    refuse_while_capturing(dst_device.index, what);
     // Through pinned buffers on the copy stream: the host does not wait for the GPU's queued work.
     set_device(dst_device.index);
     device_state(dst_device.index).staging->upload(dst, src, bytes);
     return;
   }
+  refuse_while_capturing(src_device.index, what);
   auto s = static_cast<cudaStream_t>(stream(src_device.index));
   set_device(src_device.index);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what);
@@ -206,6 +243,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 
 void upload_after(void* dst, int index, const void* src, std::size_t bytes, const void* event) {
   if (bytes == 0) return;
+  refuse_while_capturing(index, "uploading " + std::to_string(bytes) + " bytes to cuda:" + std::to_string(index));
   set_device(index);
   device_state(index).staging->upload(dst, src, bytes, event);
 }

@@ -35,11 +35,13 @@ CachingAllocator& allocator(int index);
 
 // Memory operations for device_memory.h, queued on the GPU's stream. A copy into host memory returns once the
 // bytes have arrived; a copy from host memory goes through pinned buffers on the GPU's copy stream (core/staging.h)
-// and returns without waiting for the GPU, work queued after it seeing the bytes; a copy between two GPUs waits
-// for the source GPU's stream first.
+// and returns without waiting for the GPU, work queued after it seeing the bytes; a copy between two GPUs runs
+// on the destination's stream after the work queued on the source's, and the source's stream waits for it.
+// A copy into or out of host memory throws std::logic_error while the GPU's stream is being captured.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 // copy_bytes from host memory to GPU `index`, the copy stream waiting only for `event` (recorded on the GPU's
-// stream; one never recorded is complete) instead of for all the work queued so far.
+// stream; one never recorded is complete) instead of for all the work queued so far. Throws std::logic_error
+// while the GPU's stream is being captured.
 void upload_after(void* dst, int index, const void* src, std::size_t bytes, const void* event);
 // Events of GPU `index` (cudaEvent_t as void*), recorded on its stream.
 void* create_event(int index);
