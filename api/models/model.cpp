@@ -166,8 +166,10 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
     graph_.inputs.clear();
     graph_.outputs.clear();
     graph_.nodes.clear();
+    layer_order_.clear();
     throw;
   }
+  layer_order_ = layers_in_keras_order(graph_);  // asked on every training step (trainable_weights)
   // Plans, captured steps and replicas hold the old graph's layers (a popped one among them): Keras rebuilds.
   replicas_.reset();
   replicas_made_ = false;
@@ -175,7 +177,6 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   training_loop_->invalidate_step_graphs();
 }
 
-std::vector<LayerPtr> ModelImpl::layers() const { return layers_in_keras_order(graph_); }
 
 LayerPtr ModelImpl::get_layer(const std::string& layer_name) const {
   std::string names;
@@ -454,6 +455,24 @@ void SequentialImpl::build_for(const Shape& input_shape) {
   }
 }
 
+std::vector<std::string> SequentialImpl::output_names() const {
+  if (has_graph()) return ModelImpl::output_names();
+  if (layers_.empty()) throw std::logic_error("Model '" + name() + "': a Sequential without layers has no output");
+  return {layers_.back()->name()};
+}
+
+std::vector<Shape> SequentialImpl::compute_output_shape(const std::vector<Shape>& input_shapes) const {
+  if (has_graph()) return ModelImpl::compute_output_shape(input_shapes);
+  check_num_inputs(input_shapes, 1);
+  std::vector<Shape> shapes = input_shapes;
+  for (const LayerPtr& l : layers_) shapes = l->compute_output_shape(shapes);
+  return shapes;
+}
+
+void SequentialImpl::build(const std::vector<Shape>& input_shapes) {
+  if (!has_graph()) build_for(input_shapes.at(0).without_batch());
+}
+
 void SequentialImpl::rebuild() {
   SymbolicTensor x = input_layer_->output();
   const SymbolicTensor in = x;
@@ -499,7 +518,6 @@ Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
 void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                         std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
                         std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
-  require_graph("compile()");
   if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
     distribution_ = std::move(d);
     replicas_.reset();
@@ -509,8 +527,30 @@ void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::
                           std::move(weighted_metrics));
 }
 
+std::vector<std::string> ModelImpl::output_names() const {
+  std::vector<std::string> names;
+  for (const SymbolicTensor& t : outputs()) names.push_back(t.layer().name());
+  return names;
+}
+
+void ModelImpl::build_from(const data::Dataset& data) {
+  if (has_graph()) return;
+  const std::vector<std::uint64_t> counts = data.pass_counts();
+  std::optional<data::Element> first = data.make_iterator()->next();
+  data.set_pass_counts(counts);
+  if (!first) throw std::invalid_argument("Model '" + name() + "' has no input shape yet and its data is empty");
+  build_from(*first);
+}
+
+void ModelImpl::build_from(const data::Element& batch) {
+  if (has_graph() || batch.empty()) return;
+  if (batch[0].rank() == 0)
+    throw std::invalid_argument("Model '" + name() + "': cannot build for a scalar input (a batch needs axis 0)");
+  build_for(batch[0].shape().without_batch());
+}
+
 std::vector<Tensor> ModelImpl::predict(const data::Dataset& data, const PredictOptions& options) {
-  require_graph("predict()");
+  build_from(data);
   return training_loop_->predict(data, options);
 }
 
@@ -634,6 +674,7 @@ callbacks::Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOption
 }
 
 Tensor Model::predict(const Tensor& x, PredictOptions options) {
+  impl_->build_from(data::Element{x});
   if (impl_->outputs().size() != 1)
     throw std::invalid_argument("Model '" + name() + "' has several outputs: use predict(Dataset)");
   return impl_->predict(data::Dataset::from_tensor_slices({x}).batch(options.batch_size), options)[0];

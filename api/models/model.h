@@ -39,12 +39,22 @@ class ModelImpl : public Layer {
   // from the outputs (each node's inputs in order) first meets them; an input no output depends on at depth 0,
   // first among that depth. Keras lists a functional model's InputLayers, not a Sequential's (its layers in the
   // order added).
-  virtual std::vector<LayerPtr> layers() const;
+  virtual std::vector<LayerPtr> layers() const { return layer_order_; }
   // Throws std::invalid_argument listing the layer names when there is none of that name.
   LayerPtr get_layer(const std::string& name) const;
 
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   int num_inputs() const override { return static_cast<int>(graph_.inputs.size()); }
+  // The names the logs give the outputs: each output's layer name (Keras' output_names).
+  virtual std::vector<std::string> output_names() const;
+  // A Sequential without an input shape is built by the first data it sees, as in Keras: from the first
+  // element of `data` (its components' first is the input; the dataset's random orders are left as they were,
+  // so its next pass is the one it would have been) or from a batch. A built model is left as it is.
+  void build_from(const data::Dataset& data);
+  void build_from(const data::Element& batch);
+  // Fixes the input shape (batch dimension excluded) of a model that is built by its first data (Sequential);
+  // a functional model has its inputs already and does nothing.
+  virtual void build_for(const Shape& input_shape) { (void)input_shape; }
   // A nested model never runs as one step: the plan inlines its graph.
   void forward(const ForwardContext& ctx) override;
   void backward(const BackwardContext& ctx) override;
@@ -157,6 +167,7 @@ class ModelImpl : public Layer {
 
  private:
   Graph graph_;
+  std::vector<LayerPtr> layer_order_;  // layers() of graph_, in Keras' order
   std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
   mutable std::optional<Device> device_;
@@ -171,7 +182,8 @@ std::shared_ptr<ModelImpl> model_from_config(const Config& serialized);
 class SequentialImpl final : public ModelImpl {
  public:
   // Layers may start with an InputLayer, which fixes the input shape; otherwise the model is built by
-  // build() (or by the first data it sees).
+  // build(), by a call on a symbolic tensor, or by the first data it sees (fit, evaluate, predict,
+  // train_on_batch, test_on_batch); it may be compiled before.
   SequentialImpl(std::vector<LayerPtr> layers, std::string name);
   // Appends a layer; if the input shape is known it is called at once, so a mismatch throws here and the
   // layer is not added; a layer named like one of the model's throws std::invalid_argument, as in Keras.
@@ -179,8 +191,13 @@ class SequentialImpl final : public ModelImpl {
   // Removes the last layer.
   void pop();
   // Fixes the input shape (batch dimension excluded) and builds every layer.
-  void build_for(const Shape& input_shape);
+  void build_for(const Shape& input_shape) override;
   std::vector<LayerPtr> layers() const override { return layers_; }
+  std::vector<std::string> output_names() const override;
+  // Called on a symbolic tensor before it has an input shape, a Sequential is built for that tensor's shape.
+  int num_inputs() const override { return 1; }
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
+  void build(const std::vector<Shape>& input_shapes) override;
   Config get_config() const override;
 
  private:

@@ -146,7 +146,8 @@ void TrainingLoop::restore_plan_rngs(const std::vector<PlanRng>& rngs) {
 void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                            std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
                            std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
-  const std::size_t outputs = model_.outputs().size();
+  const std::vector<std::string> names = model_.output_names();
+  const std::size_t outputs = names.size();
   const std::string who = "Model '" + model_.name() + "': compile(): ";
   if (!optimizer) throw std::invalid_argument(who + "no optimizer");
   if (losses.size() == 1 && outputs > 1) losses.assign(outputs, losses[0]);
@@ -183,8 +184,7 @@ void TrainingLoop::compile(optimizers::OptimizerPtr optimizer, std::vector<losse
   metrics_ = std::move(metrics);
   weighted_metrics_ = std::move(weighted_metrics);
   loss_weights_ = std::move(loss_weights);
-  output_names_.clear();
-  for (const SymbolicTensor& t : model_.outputs()) output_names_.push_back(t.layer().name());
+  output_names_ = names;
   loss_sums_.clear();
   loss_count_ = 0;
   buffers_.clear();
@@ -716,6 +716,7 @@ void TrainingLoop::sync_replicas() {
 
 Logs TrainingLoop::train_on_batch(const data::Element& batch) {
   require_compiled("train_on_batch()");
+  model_.build_from(batch);
   reset_metrics();
   model_.train_step(batch);
   return logs();
@@ -723,6 +724,7 @@ Logs TrainingLoop::train_on_batch(const data::Element& batch) {
 
 Logs TrainingLoop::test_on_batch(const data::Element& batch) {
   require_compiled("test_on_batch()");
+  model_.build_from(batch);
   reset_metrics();
   model_.test_step(batch);
   return logs();
@@ -767,6 +769,7 @@ void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::
 Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& options,
                             const std::vector<CallbackPtr>* fit_callbacks) {
   require_compiled("evaluate()");
+  model_.build_from(data);
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
   if (!fit_callbacks) {
     start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
@@ -811,6 +814,7 @@ std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const Predi
 
 callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) try {
   require_compiled("fit()");
+  model_.build_from(train);
   if (options.epochs < 0 || options.initial_epoch < 0)
     throw std::invalid_argument("Model '" + model_.name() + "': fit(): epochs " + std::to_string(options.epochs) +
                                 " and initial_epoch " + std::to_string(options.initial_epoch) + " must not be negative");

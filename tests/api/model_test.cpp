@@ -379,5 +379,54 @@ TEST(Model, AFrozenNestedModelStaysFrozenThroughSaveAndLoad) {
   EXPECT_TRUE(top_copy.trainable_weights().empty());
 }
 
+
+// Keras builds a Sequential without an input shape on the first data it sees: predict, compile then fit,
+// evaluate, train_on_batch, all without build().
+TEST(Model, ASequentialWithoutAnInputShapeIsBuiltByItsFirstData) {
+  const Tensor x = testing::random_tensor({6, 3}, 1);
+  Sequential p({Dense({.units = 2})});
+  EXPECT_EQ(p.predict(x).shape(), (Shape{6, 2}));
+  EXPECT_EQ(p.count_params(), 3 * 2 + 2);
+
+  Sequential f({Dense({.units = 4}), Dense({.units = 1})});
+  f.compile(optimizers::SGD(0.1), losses::MeanSquaredError());  // before it has an input shape
+  f.fit(x, Tensor::zeros({6, 1}), {.epochs = 1, .batch_size = 3, .verbose = 0});
+  EXPECT_EQ(f.count_params(), 3 * 4 + 4 + 4 + 1);
+
+  Sequential e({Dense({.units = 1, .name = "out"})});
+  e.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  EXPECT_TRUE(e.evaluate(x, Tensor::zeros({6, 1}), {.verbose = 0}).get("loss"));
+  Sequential t({Dense({.units = 1})});
+  t.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  EXPECT_TRUE(t.train_on_batch(x, Tensor::zeros({6, 1})).get("loss"));
+}
+
+// Looking at the first element leaves a shuffled dataset's order as it was: a Sequential built by its data trains
+// exactly as one built beforehand.
+TEST(Model, BuildingFromTheFirstDataKeepsTheShuffleOrder) {
+  const Tensor x = testing::random_tensor({12, 3}, 2), y = testing::random_tensor({12, 1}, 3);
+  const auto train = [&](bool prebuilt) {
+    Sequential m({Dense({.units = 1, .kernel_initializer = "ones"})});
+    if (prebuilt) m.build({3});
+    m.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+    m.fit(data::Dataset::from_tensor_slices({x, y}).shuffle(12, 7).batch(4), {.epochs = 2, .verbose = 0});
+    return m.get_weights()[0];
+  };
+  const Tensor built_by_data = train(false), built_before = train(true);
+  for (Index i = 0; i < built_before.numel(); ++i)
+    EXPECT_EQ(built_by_data.data<float>()[i], built_before.data<float>()[i]) << i;
+}
+
+// Keras: a Sequential without an input shape called on a symbolic tensor is built for that tensor.
+TEST(Model, ASequentialWithoutAnInputShapeCalledOnASymbolicTensorIsBuiltForIt) {
+  Sequential inner({Dense({.units = 4}), Dense({.units = 2})});
+  const SymbolicTensor in = Input({3});
+  const SymbolicTensor out = inner(in);
+  EXPECT_EQ(out.shape(), (Shape{-1, 2}));
+  Model outer(in, out);
+  EXPECT_EQ(outer.count_params(), 3 * 4 + 4 + 4 * 2 + 2);
+  EXPECT_EQ(outer.predict(testing::random_tensor({5, 3}, 4)).shape(), (Shape{5, 2}));
+}
+
 }  // namespace
 }  // namespace tower
