@@ -20,8 +20,13 @@ THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))
 
 
 def idx(name):
-    with gzip.open(os.path.join(DATA, name)) as f:
-        raw = f.read()
+    path = os.path.join(DATA, name)
+    if os.path.exists(path):
+        with gzip.open(path) as f:
+            raw = f.read()
+    else:  # scripts/gpu-check.sh's bundle carries the files unpacked (its xz packs them smaller than gzip did)
+        with open(path[:-len(".gz")], "rb") as f:
+            raw = f.read()
     ndim = raw[3]
     dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)

@@ -59,7 +59,9 @@ pack() {
     grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|libnss_[a-z]+|libanl|libutil|libBrokenLocale|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libtower_|/libcud|/libcublas|/libnccl|/libcuda' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
   strip --strip-unneeded "$stage"/bin/* "$stage"/lib/*.so* 2>/dev/null || true
-  cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
+  # Unpacked: xz packs the images to less than their .gz files, which it cannot shrink (Tower's IDX reader and
+  # train_reference.py read either).
+  for f in /usr/share/datasets/fashion-mnist/*.gz; do gunzip -c "$f" > "$stage/data/$(basename "${f%.gz}")"; done
   git -C "$here" rev-parse HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
   git -C "$here" status --porcelain | grep -q . && echo "(with uncommitted changes)" >> "$stage/COMMIT" || true
   cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$stage/"
