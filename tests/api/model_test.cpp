@@ -295,6 +295,8 @@ TEST(Model, PopAndAddAfterPredictRebuildThePlans) {
   s.fit(x, Tensor::zeros({5, 6}), {.epochs = 1, .batch_size = 5, .verbose = 0});
   s.pop();
   s.add(Dense({.units = 1}));
+  // As in Keras, the optimizer keeps the variables it was built for: new layers train after a new compile().
+  s.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
   s.fit(x, Tensor::zeros({5, 1}), {.epochs = 1, .batch_size = 5, .verbose = 0});
   EXPECT_EQ(s.predict(x).shape(), (Shape{5, 1}));
 }
