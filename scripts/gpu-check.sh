@@ -179,12 +179,64 @@ cuda_suites() {
   if [ $dry -eq 1 ]; then
     grep -rhoE '^TEST(_F|_P)?\(\w+, \w*_CUDA\)' "$here/tests" | sed -E 's/^TEST(_F|_P)?\((\w+),.*/\2/' | sort -u
   else
-    "${tower[@]}" bin/tower_tests --gtest_list_tests --gtest_filter='*_CUDA*' | awk '/^[^ ]/ {sub(/\.$/, ""); print}' |
+    "${tower[@]}" bin/tower_tests --gtest_list_tests --gtest_filter='*_CUDA*' | awk '/^[A-Za-z0-9_\/]+\.$/ {sub(/\.$/, ""); print}' |
       sed 's#/.*##' | sort -u
   fi
 }
 
 accuracy_of() { grep -ho '"test_accuracy": [0-9.]*' "$work"/logs/*-"$1".log 2>/dev/null | awk '{print $2}' | head -1; }
+
+unpack() {
+  [ -f "$bundle_dir/bundle.tar.xz" ] || { echo "no $bundle_dir/bundle.tar.xz: run 'scripts/gpu-check.sh pack' first" >&2; exit 2; }
+  xz -dc "$bundle_dir/bundle.tar.xz" | tar -C "$work" -xf -
+}
+
+# Sets tower_libs and tower (the command prefix of Tower's programs): only they get the bundle's libraries.
+cudnn=""
+nccl=""
+libraries() {
+  cudnn=${CUDNN_LIB:-$(pip_lib cudnn)}
+  # NCCL (about 250 MiB) does not fit in the bundle: NCCL_LIB, else PyTorch's pip folder nvidia/nccl/lib.
+  nccl=${NCCL_LIB:-$(pip_lib nccl)}
+  tower_libs="$work/lib:${cudnn:+$cudnn:}${nccl:+$nccl:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  tower=(env "LD_LIBRARY_PATH=$tower_libs")
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+}
+
+# profile PROGRAM ARGS...: the bundle's PROGRAM (bin/...) under Nsight Compute, each kernel's duration (the
+# clocks left as they are), summed by kernel name into $out/profile-summary.txt (largest first, with the count of
+# launches), the raw CSV (and the program's output) in $out/profile.csv. CUDA graphs are off (TOWER_CUDA_GRAPHS=0) so each launch is seen.
+profile() {
+  [ $# -gt 0 ] || { echo "usage: scripts/gpu-check.sh profile bin/PROGRAM [ARGS...]" >&2; exit 2; }
+  mkdir -p "$out"
+  work=$(mktemp -d)
+  unpack
+  libraries
+  cd "$work"
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "no ncu (Nsight Compute) on this machine" >&2; exit 2; }
+  "${tower[@]}" TOWER_CUDA_GRAPHS=0 TOWER_ALLOW_TF32="${TOWER_ALLOW_TF32:-1}" "$ncu" --clock-control none \
+    --metrics gpu__time_duration.sum --csv --print-units base "$@" > "$out/profile.csv"
+  python3 - "$out/profile.csv" > "$out/profile-summary.txt" <<'PY'
+import csv, collections, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r]
+head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
+cols = rows[head]
+name, metric, value = cols.index("Kernel Name"), cols.index("Metric Name"), cols.index("Metric Value")
+total, count = collections.Counter(), collections.Counter()
+for r in rows[head + 1:]:
+    if len(r) == len(cols) and r[metric] == "gpu__time_duration.sum":
+        k = r[name][:140]
+        total[k] += float(r[value].replace(",", "")) / 1000.0
+        count[k] += 1
+whole = sum(total.values())
+print("all kernels: %.1f us in %d launches" % (whole, sum(count.values())))
+for k, us in total.most_common():
+    print("%10.1f us %5.1f%% %6d x %8.1f us  %s" % (us, 100 * us / whole, count[k], us / count[k], k))
+PY
+  head -60 "$out/profile-summary.txt"
+}
 
 run() {
   [ "$mode" = dry-run ] && dry=1
@@ -193,17 +245,8 @@ run() {
   mkdir -p "$work/logs"
   : > "$out/gpu-report.md"
   deadline=$((SECONDS + budget))
-  if [ $dry -eq 0 ]; then
-    [ -f "$bundle_dir/bundle.tar.xz" ] || { echo "no $bundle_dir/bundle.tar.xz: run 'scripts/gpu-check.sh pack' first" >&2; exit 2; }
-    xz -dc "$bundle_dir/bundle.tar.xz" | tar -C "$work" -xf -
-  fi
-  local cudnn=${CUDNN_LIB:-$(pip_lib cudnn)}
-  # NCCL (about 250 MiB) does not fit in the bundle: NCCL_LIB, else PyTorch's pip folder nvidia/nccl/lib.
-  local nccl=${NCCL_LIB:-$(pip_lib nccl)}
-  tower_libs="$work/lib:${cudnn:+$cudnn:}${nccl:+$nccl:}/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-  # Only Tower's programs get the bundle's libraries.
-  tower=(env "LD_LIBRARY_PATH=$tower_libs")
-  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+  [ $dry -eq 1 ] || unpack
+  libraries
   say "# Tower GPU check$([ $dry -eq 1 ] && echo ' (dry run: no GPU, stand-ins for every stage)'), $(date -u '+%F %H:%M UTC')"
   say ""
   say "- commit: $(cat "$work/COMMIT" 2>/dev/null | tr '\n' ' ' || echo unknown)"
@@ -269,5 +312,6 @@ run() {
 case "$mode" in
   pack) pack ;;
   run | dry-run) run ;;
-  *) echo "usage: scripts/gpu-check.sh pack|run|dry-run" >&2; exit 2 ;;
+  profile) shift; profile "$@" ;;
+  *) echo "usage: scripts/gpu-check.sh pack|run|dry-run|profile bin/PROGRAM [ARGS...]" >&2; exit 2 ;;
 esac

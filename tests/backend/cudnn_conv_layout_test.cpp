@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/backend/backend.h"
+#include "api/backend/math/data_movement.h"
 #include "api/core/random.h"
 
 namespace tower::backend::cuda {
@@ -64,8 +65,6 @@ void transform(const std::array<Index, 4>& dims, const float* from, const Stride
               from[a * from_strides.n + b * from_strides.c + c * from_strides.h + d * from_strides.w];
 }
 
-Strides4 packed_nhwc(Index h, Index w, Index c) { return {h * w * c, 1, w * c, c}; }
-
 // cuDNN's grouped cross-correlation of an NHWC input [batch, h, w, in_c] with an NHWC filter
 // [out][kh][kw][in/groups] and symmetric padding pad_h/pad_w: calls f(input index, filter index, output index) for
 // every multiply.
@@ -108,13 +107,18 @@ void check_case(const Case& c) {
   const Index x_size = p.batch * p.in_h * p.in_w * p.in_c, y_size = p.batch * p.out_h * p.out_w * p.out_c;
   const Index group_in = p.in_c / p.groups, w_size = Index{p.kernel_h} * p.kernel_w * group_in * p.out_c;
   const Index input_size = p.batch * l.padded_h * l.padded_w * p.in_c;
-  const std::array<Index, 4> x_dims{p.batch, p.in_c, p.in_h, p.in_w}, w_dims{p.out_c, group_in, p.kernel_h, p.kernel_w};
+  const std::array<Index, 4> w_dims{p.out_c, group_in, p.kernel_h, p.kernel_w};
   const std::vector<float> x = random_values(x_size, 1), w = random_values(w_size, 2), dy = random_values(y_size, 3);
   auto op = get(Device::cpu()).make_conv2d(p);
 
   // What the CUDA op feeds cuDNN: the padded input (or x itself) and the reordered kernel.
   std::vector<float> input(static_cast<std::size_t>(input_size), 0.f), filter(w.size());
-  transform(x_dims, x.data(), packed_nhwc(p.in_h, p.in_w, p.in_c), input.data() + l.x_offset, l.x_in_padded);
+  // The padded copy is Backend::pad2d's (math::Pad2D), the extra rows and columns before x.
+  const math::Pad2DShape pad{p.in_h, p.in_w, p.in_c, l.padded_h, l.padded_w, l.extra_top, l.extra_left};
+  if (l.padded())
+    for (Index i = 0; i < input_size; ++i) math::Pad2D<1>{x.data(), input.data(), pad}(i);
+  else
+    input = x;
   transform(w_dims, w.data(), l.keras_kernel, filter.data(), l.cudnn_filter);
   EXPECT_EQ(l.padded(), l.padded_h != p.in_h || l.padded_w != p.in_w);
 
@@ -125,7 +129,10 @@ void check_case(const Case& c) {
 
   std::vector<float> d_input(input.size(), 0.f), dx(x.size(), 99.f), dx_cpu(x.size());
   for_each_cudnn_tap(p, l, [&](Index xi, Index wi, Index yi) { d_input[xi] += dy[yi] * filter[wi]; });
-  transform(x_dims, d_input.data() + l.x_offset, l.x_in_padded, dx.data(), packed_nhwc(p.in_h, p.in_w, p.in_c));
+  if (l.padded())
+    for (Index i = 0; i < x_size; ++i) math::Pad2DBackward<1>{d_input.data(), dx.data(), pad}(i);
+  else
+    dx = d_input;
   op->backward_data(dy.data(), w.data(), dx_cpu.data());
   expect_close(dx, dx_cpu, "backward data");
 

@@ -16,6 +16,7 @@
 #include "api/backend/backend.h"
 #include "api/backend/cpu/cpu_backend.h"
 #include "api/backend/math/activations.h"
+#include "api/backend/math/batch_norm.h"
 #include "api/backend/math/data_movement.h"
 #include "api/backend/math/dropout.h"
 #include "api/backend/math/elementwise.h"
@@ -23,6 +24,7 @@
 #include "api/backend/math/lrn.h"
 #include "api/backend/math/reductions.h"
 #include "api/backend/math/softmax.h"
+#include "api/backend/math/sync_batch_norm.h"
 #include "api/core/random.h"
 #include "backend/backend_testing.h"
 
@@ -230,6 +232,22 @@ TEST(MathFunctors, EveryActivationMatchesItsFormulaForwardAndBackward) {
     }
 }
 
+// The GPU takes four elements an item where it can (cuda_elementwise.cu): the same formulas, the same bits.
+TEST(MathFunctors, ActivationsByFourElementsEqualByOne) {
+  const Index n = 1024;
+  const Floats x = random_values(n, 5, -8.f, 8.f), dy = random_values(n, 7);
+  for (const ActivationCase& c : activation_cases())
+    math::visit_activation(c.kind, c.params, [&](auto f) {
+      Floats y1 = filled(n, NAN), y4 = filled(n, NAN), dx1 = filled(n, NAN), dx4 = filled(n, NAN);
+      run_on_host(n, math::ActivationForward<decltype(f)>{f, x.data(), y1.data()});
+      run_on_host(n / 4, math::ActivationForward<decltype(f), 4>{f, x.data(), y4.data()});
+      expect_bitwise_equal(y4, y1, std::string(c.name) + " forward");
+      run_on_host(n, math::ActivationBackward<decltype(f)>{f, x.data(), y1.data(), dy.data(), dx1.data()});
+      run_on_host(n / 4, math::ActivationBackward<decltype(f), 4>{f, x.data(), y1.data(), dy.data(), dx4.data()});
+      expect_bitwise_equal(dx4, dx1, std::string(c.name) + " backward");
+    });
+}
+
 TEST(MathFunctors, LinearActivationInPlaceLeavesTheDataAlone) {
   Floats x = random_values(kN, 8);
   const Floats x0 = x;
@@ -390,24 +408,33 @@ TEST(MathFunctors, CopyStridedFunctorsMatchTheCpuBitForBit) {
 
 TEST(MathFunctors, Pad2DFunctorsMatchTheCpuBitForBitWhenPaddingAndCropping) {
   struct Case { Index out_h, out_w, top, left; };
-  const Index n = 3, h = 7, w = 5, c = 3;
-  // Padding on every side, cropping on every side, and padding one axis while cropping the other.
-  for (const Case k : {Case{10, 8, 2, 1}, Case{4, 2, -2, -1}, Case{9, 3, 1, -1}}) {
-    const std::string what = "pad2d to " + std::to_string(k.out_h) + "x" + std::to_string(k.out_w) + " at (" +
-                             std::to_string(k.top) + ", " + std::to_string(k.left) + ")";
-    const math::Pad2DShape s{h, w, c, k.out_h, k.out_w, k.top, k.left};
-    const Index x_size = n * h * w * c, y_size = n * k.out_h * k.out_w * c;
-    const Floats x = random_values(x_size, 16), dy = random_values(y_size, 17);
-    Floats y_cpu = filled(y_size, 1234.5f), y_host = filled(y_size, -777.f);
-    cpu().pad2d(x.data(), y_cpu.data(), n, h, w, c, k.out_h, k.out_w, k.top, k.left);
-    run_on_host(y_size, math::Pad2D{x.data(), y_host.data(), s});
-    expect_bitwise_equal(y_host, y_cpu, what);
+  const Index n = 3, h = 7, w = 5;
+  // Padding on every side, cropping on every side, and padding one axis while cropping the other; by one channel,
+  // and by four where the channels allow.
+  for (const Index c : {Index{3}, Index{8}})
+    for (const Case k : {Case{10, 8, 2, 1}, Case{4, 2, -2, -1}, Case{9, 3, 1, -1}}) {
+      const std::string what = "pad2d of " + std::to_string(c) + " channels to " + std::to_string(k.out_h) + "x" +
+                               std::to_string(k.out_w) + " at (" + std::to_string(k.top) + ", " +
+                               std::to_string(k.left) + ")";
+      const math::Pad2DShape s{h, w, c, k.out_h, k.out_w, k.top, k.left};
+      const Index x_size = n * h * w * c, y_size = n * k.out_h * k.out_w * c;
+      const Floats x = random_values(x_size, 16), dy = random_values(y_size, 17);
+      Floats y_cpu = filled(y_size, 1234.5f), y_host = filled(y_size, -777.f);
+      cpu().pad2d(x.data(), y_cpu.data(), n, h, w, c, k.out_h, k.out_w, k.top, k.left);
+      run_on_host(y_size, math::Pad2D<1>{x.data(), y_host.data(), s});
+      expect_bitwise_equal(y_host, y_cpu, what);
 
-    Floats dx_cpu = filled(x_size, 1234.5f), dx_host = filled(x_size, -777.f);
-    cpu().pad2d_backward(dy.data(), dx_cpu.data(), n, h, w, c, k.out_h, k.out_w, k.top, k.left);
-    run_on_host(x_size, math::Pad2DBackward{dy.data(), dx_host.data(), s});
-    expect_bitwise_equal(dx_host, dx_cpu, what + " backward");
-  }
+      Floats dx_cpu = filled(x_size, 1234.5f), dx_host = filled(x_size, -777.f);
+      cpu().pad2d_backward(dy.data(), dx_cpu.data(), n, h, w, c, k.out_h, k.out_w, k.top, k.left);
+      run_on_host(x_size, math::Pad2DBackward<1>{dy.data(), dx_host.data(), s});
+      expect_bitwise_equal(dx_host, dx_cpu, what + " backward");
+      if (c % 4 != 0) continue;
+      Floats y4 = filled(y_size, -777.f), dx4 = filled(x_size, -777.f);
+      run_on_host(y_size / 4, math::Pad2D<4>{x.data(), y4.data(), s});
+      expect_bitwise_equal(y4, y_cpu, what + " by four channels");
+      run_on_host(x_size / 4, math::Pad2DBackward<4>{dy.data(), dx4.data(), s});
+      expect_bitwise_equal(dx4, dx_cpu, what + " backward by four channels");
+    }
 }
 
 TEST(MathFunctors, Upsample2DFunctorsMatchTheCpuBitForBit) {
@@ -524,6 +551,66 @@ TEST(MathFunctors, SumAccumulatesInDoubleAndRoundsOnce) {
     float stored = NAN;
     run_on_host(1, math::RoundToFloat{&e, &stored});
     EXPECT_EQ(stored, static_cast<float>(e));
+  }
+}
+
+// The CUDA backend's batch normalization (cuda_batch_norm.cu) is these functors after its per-channel sums: here
+// they run on the CPU, after the CPU backend's sums, against the CPU backend's BatchNormOp (oneDNN), training
+// forward, inference forward and backward, at MobileNetV2's channel count 96 and an odd one, with a mean far from
+// 0 (where a one-pass variance in float would lose it).
+TEST(MathFunctors, BatchNormFactorsMatchTheCpuBatchNormOp) {
+  const auto expect_near = [](const Floats& actual, const Floats& expected, double tolerance, const std::string& what) {
+    expect_close(actual, std::vector<double>(expected.begin(), expected.end()), tolerance, what);
+  };
+  for (const Index channels : {Index{7}, Index{96}}) {
+    SCOPED_TRACE("channels " + std::to_string(channels));
+    const Index rows = 301, n = rows * channels;
+    const float epsilon = 1e-3f;
+    const Floats x = random_values(n, 1, 4.f, 6.f), dy = random_values(n, 2), gamma = random_values(channels, 3),
+                 beta = random_values(channels, 4), some_variance = random_values(channels, 5, 0.1f, 2.f);
+    Backend& be = cpu();
+    auto op = be.make_batch_norm({.rows = rows, .channels = channels, .epsilon = epsilon});
+    Floats y(n), mean(channels), variance(channels), dx(n), dgamma(channels), dbeta(channels), y_inference(n);
+    op->forward_training(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), variance.data());
+    op->backward(x.data(), dy.data(), gamma.data(), mean.data(), variance.data(), dx.data(), dgamma.data(),
+                 dbeta.data());
+    op->forward_inference(x.data(), gamma.data(), beta.data(), beta.data(), some_variance.data(), y_inference.data());
+
+    std::vector<double> sums(static_cast<std::size_t>(2 * channels + 1));
+    be.batch_norm_sums(x.data(), rows, channels, sums.data());
+    Floats m(channels), v(channels), scale(channels), out(n);
+    run_on_host(channels, math::MomentsFromSums{sums.data(), m.data(), v.data(), channels});
+    expect_near(m, mean, 1e-6, "mean");
+    expect_near(v, variance, 1e-5, "variance");
+    run_on_host(channels, math::BatchNormScale{gamma.data(), v.data(), epsilon, scale.data()});
+    run_on_host(n, math::BatchNormApply<1>{x.data(), m.data(), scale.data(), beta.data(), out.data(), channels});
+    expect_near(out, y, 2e-5, "y");
+    if (channels % 4 == 0) {
+      Floats by_four(n);
+      run_on_host(n / 4, math::BatchNormApply<4>{x.data(), m.data(), scale.data(), beta.data(), by_four.data(), channels});
+      expect_bitwise_equal(by_four, out, "y by four channels");
+    }
+
+    // Inference with beta as the mean and other positive values as the variance.
+    run_on_host(channels, math::BatchNormScale{gamma.data(), some_variance.data(), epsilon, scale.data()});
+    run_on_host(n, math::BatchNormApply<1>{x.data(), beta.data(), scale.data(), beta.data(), out.data(), channels});
+    expect_near(out, y_inference, 2e-5, "inference y");
+
+    std::vector<double> grad_sums(static_cast<std::size_t>(2 * channels));
+    Floats dg(channels), db(channels), factors(3 * channels), d(n);
+    be.batch_norm_grad_sums(x.data(), dy.data(), m.data(), v.data(), epsilon, rows, channels, grad_sums.data(),
+                             dg.data(), db.data());
+    run_on_host(channels, math::BatchNormGradFactors{grad_sums.data(), double(rows), gamma.data(), v.data(), epsilon,
+                                                     dg.data(), db.data(), factors.data(), channels});
+    expect_near(dg, dgamma, 1e-4, "dgamma");
+    expect_near(db, dbeta, 1e-4, "dbeta");
+    run_on_host(n, math::BatchNormDx<1>{x.data(), dy.data(), m.data(), factors.data(), d.data(), channels});
+    expect_near(d, dx, 1e-4, "dx");
+    if (channels % 4 == 0) {
+      Floats by_four(n);
+      run_on_host(n / 4, math::BatchNormDx<4>{x.data(), dy.data(), m.data(), factors.data(), by_four.data(), channels});
+      expect_bitwise_equal(by_four, d, "dx by four channels");
+    }
   }
 }
 

@@ -612,6 +612,8 @@ void conv_cases(std::vector<OpCase>& t) {
       conv_params(9, 8, 3, 5, 3, 2, 1, 1, 1, 0, 1, 1, false),   // "same", stride 2: asymmetric padding
       conv_params(9, 8, 3, 5, 3, 2, 1, 1, 1, 0, 1, 1, true),
       conv_params(7, 6, 4, 8, 3, 1, 1, 1, 1, 1, 1, 4, false),   // depthwise, multiplier 2
+      conv_params(7, 6, 12, 12, 3, 1, 1, 1, 1, 1, 1, 12, false),  // depthwise "same", by four channels on a GPU
+      conv_params(9, 8, 8, 8, 3, 2, 1, 0, 1, 0, 1, 8, true),     // depthwise, stride 2 asymmetric "same", ReLU
       conv_params(10, 9, 6, 4, 3, 1, 2, 0, 0, 0, 0, 2, false),  // dilated, 2 groups, valid
       conv_params(5, 7, 16, 24, 1, 1, 1, 0, 0, 0, 0, 1, true),  // pointwise
   };
@@ -712,9 +714,12 @@ void pool_cases(std::vector<OpCase>& t) {
 
 // ---- batch normalisation -----------------------------------------------------------------------------------------------
 
-void batch_norm_cases(std::vector<OpCase>& t) {
+// [37, 5], and [4099, 72]: several tiles of 32 channels, one partly filled, and several chunks of rows in the CUDA
+// backend's sums, and the element passes four channels at a time.
+void batch_norm_cases(std::vector<OpCase>& t, Index shape_rows, Index shape_channels) {
   BatchNormParams p;
-  p.rows = 37, p.channels = 5, p.epsilon = 1e-3f;
+  p.rows = shape_rows, p.channels = shape_channels, p.epsilon = 1e-3f;
+  const std::string shape = "[" + std::to_string(shape_rows) + "," + std::to_string(shape_channels) + "]";
   const Index rows = p.rows, ch = p.channels, n = rows * ch;
   const auto stats = [=](const std::vector<float>& x, std::vector<float>& mean, std::vector<float>& var) {
     for (Index c = 0; c < ch; ++c) {
@@ -733,13 +738,13 @@ void batch_norm_cases(std::vector<OpCase>& t) {
         y[r * ch + c] = float(gamma[c] * (x[r * ch + c] - double(mean[c])) / std::sqrt(double(var[c]) + p.epsilon) + beta[c]);
   };
   // Inputs in [0.1, 1): the inference case reads input 4 as a variance.
-  t.push_back({"make_batch_norm", "batch_norm forward_inference [37,5]", {n, ch, ch, ch, ch}, {n}, 0.1f, 1.f, false, 1e-5,
+  t.push_back({"make_batch_norm", "batch_norm forward_inference " + shape, {n, ch, ch, ch, ch}, {n}, 0.1f, 1.f, false, 1e-5,
                [=](Backend& be, const Ptrs& i, const Ptrs& o) {
                  be.make_batch_norm(p)->forward_inference(i[0], i[1], i[2], i[3], i[4], o[0]);
                },
                [=](OpBuffers& b) { normalize(b.in[0], b.in[1], b.in[2], b.in[3], b.in[4], b.out[0]); }});
   // forward_training then backward with its statistics: out = y, mean, variance, dx, dgamma, dbeta.
-  t.push_back({"make_batch_norm", "batch_norm forward_training + backward [37,5]", {n, ch, ch, n},
+  t.push_back({"make_batch_norm", "batch_norm forward_training + backward " + shape, {n, ch, ch, n},
                {n, ch, ch, n, ch, ch}, -1, 1, false, 1e-4,
                [=](Backend& be, const Ptrs& i, const Ptrs& o) {
                  auto op = be.make_batch_norm(p);
@@ -982,7 +987,8 @@ std::vector<OpCase> op_table() {
   dense_product_cases(t);
   conv_cases(t);
   pool_cases(t);
-  batch_norm_cases(t);
+  batch_norm_cases(t, 37, 5);
+  batch_norm_cases(t, 4099, 72);
   sync_batch_norm_cases(t);
   optimizer_cases(t);
   return t;

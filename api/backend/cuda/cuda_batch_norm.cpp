@@ -4,13 +4,23 @@
 #include <string>
 
 #include "api/backend/cuda/cuda_backend.h"
-#include "api/backend/cuda/cudnn_descriptors.h"
+#include "api/core/alignment.h"
 #include "api/core/allocator.h"
 
 namespace tower::backend::cuda {
 
-// inv_std = 1 / sqrt(variance + epsilon) over `channels` values, queued on `stream` (cuda_batch_norm.cu).
-void batch_norm_inverse_std(const float* variance, float epsilon, float* inv_std, Index channels, cudaStream_t stream);
+// The kernels, in cuda_batch_norm.cu.
+std::size_t batch_norm_partial_bytes(Index rows, Index channels);
+void batch_norm_training_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                 float* variance, float epsilon, Index rows, Index channels, double* partial,
+                                 double* sums, float* scale, cudaStream_t stream, const std::string& op);
+void batch_norm_inference_forward(const float* x, const float* gamma, const float* beta, const float* mean,
+                                  const float* variance, float* y, float epsilon, Index rows, Index channels,
+                                  float* scale, cudaStream_t stream, const std::string& op);
+void batch_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean,
+                         const float* variance, float epsilon, Index rows, Index channels, float* dx, float* dgamma,
+                         float* dbeta, double* partial, double* sums, float* factors, cudaStream_t stream,
+                         const std::string& op);
 
 namespace {
 
@@ -18,70 +28,44 @@ std::string describe(const BatchNormParams& p) {
   return Shape{p.rows, p.channels}.to_string() + ", epsilon " + std::to_string(p.epsilon);
 }
 
-// Batch normalisation over the rows of [rows, channels], described to cuDNN as the NHWC image [rows, 1, 1,
-// channels] (the same memory) so that it normalises each channel over the rows (CUDNN_BATCHNORM_SPATIAL).
-// Training and backward use the persistent variant where cuDNN supports it, as PyTorch does for channels-last
-// images.
+// Batch normalisation over the rows of [rows, channels] (an NHWC image's pixels are its rows), on Tower's own
+// kernels (cuda_batch_norm.cu): the per-channel sums in double and in a fixed order, then one element-wise pass
+// (math/batch_norm.h). cuDNN's batch normalisation, given this memory as [rows, 1, 1, channels], ran a kernel that
+// took two thirds of a MobileNetV2 training step on an H200.
 //
-// The statistics. The interface wants the batch mean and the biased variance, and backward takes them back.
-// cuDNN's training forward reports the batch statistics through its running averages: with exponential average
-// factor 1 the running mean is the batch mean and the running variance the batch's unbiased variance
-// (Bessel-corrected, as PyTorch's running_var, which cuDNN updates directly). The op zeroes both outputs first
-// (factor 1 still multiplies the old value, by 0, and 0 * NaN would be NaN) and scales the variance by
-// (rows - 1) / rows, which gives the biased variance to a few float roundings at any magnitude; recovering it
-// from cuDNN's saved 1 / sqrt(var + eps) instead would lose it to cancellation where var is small beside eps.
-// A single row, which has no unbiased variance, is its own mean with variance 0, normalised by the inference
-// forward. Backward hands cuDNN the given mean and 1 / sqrt(variance + eps), computed by a small kernel into
-// scratch the op owns.
+// Forward training: sums of x and x^2, the mean and the biased variance from them (math::MomentsFromSums, as
+// SyncBatchNormalization's), then y = (x - mean) * gamma / sqrt(variance + epsilon) + beta. Backward: sums of dy and
+// dy * x_hat, then dx = gamma * inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat)). The op owns its per-channel
+// scratch (the sums and the factors); the partial sums use the backend's workspace.
 class CudaBatchNorm final : public BatchNormOp {
  public:
   CudaBatchNorm(CudaBackend& backend, const BatchNormParams& p) : backend_(backend), p_(p), what_(describe(p)) {
     if (p.rows == 0) return;
-    check(cudnnSetTensor4dDescriptor(x_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(p.rows),
-                                     static_cast<int>(p.channels), 1, 1),
-          "describing x");
-    check(cudnnDeriveBNTensorDescriptor(channel_.get(), x_.get(), CUDNN_BATCHNORM_SPATIAL),
-          "describing the per-channel tensors");
     allocator_ = &allocator_for(backend.device());
-    inv_std_ = static_cast<float*>(allocator_->allocate(channel_bytes()));
+    scratch_ = allocator_->allocate(scratch_bytes());
   }
   ~CudaBatchNorm() override {
-    if (inv_std_) allocator_->deallocate(inv_std_, channel_bytes());
+    if (scratch_) allocator_->deallocate(scratch_, scratch_bytes());
   }
   CudaBatchNorm(const CudaBatchNorm&) = delete;
   CudaBatchNorm& operator=(const CudaBatchNorm&) = delete;
 
   void forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                         float* variance) override {
-    zero(mean, "forward training: zeroing the mean");
-    zero(variance, "forward training: zeroing the variance");
-    if (p_.rows == 0) return;  // no examples: no statistics
-    if (p_.rows == 1) {        // its own mean and a variance of 0, where cuDNN's unbiased variance would divide by 0
-      check_cuda(cudaMemcpyAsync(mean, x, channel_bytes(), cudaMemcpyDeviceToDevice, backend_.stream()),
-                 "BatchNormalization forward training: the mean of one row " + what_);
-      forward_inference(x, gamma, beta, mean, variance, y);
+    if (p_.rows == 0) {  // no examples: no statistics
+      zero(mean, "forward training: zeroing the mean");
+      zero(variance, "forward training: zeroing the variance");
       return;
     }
-    const float one = 1.f, none = 0.f;
-    run_training_mode(
-        [&](cudnnBatchNormMode_t mode) {
-          return cudnnBatchNormalizationForwardTraining(backend_.cudnn(), mode, &one, &none, x_.get(), x, x_.get(), y,
-                                                        channel_.get(), gamma, beta, 1.0, mean, variance, p_.epsilon,
-                                                        nullptr, nullptr);
-        },
-        "forward training");
-    const float biased = static_cast<float>(static_cast<double>(p_.rows - 1) / static_cast<double>(p_.rows));
-    check(cudnnScaleTensor(backend_.cudnn(), channel_.get(), variance, &biased),
-          "forward training: the biased variance");
+    batch_norm_training_forward(x, gamma, beta, y, mean, variance, p_.epsilon, p_.rows, p_.channels, partial(),
+                                sums(), factors(), backend_.stream(), "BatchNormalization forward training " + what_);
   }
 
   void forward_inference(const float* x, const float* gamma, const float* beta, const float* mean,
                          const float* variance, float* y) override {
     if (p_.rows == 0) return;
-    const float one = 1.f, none = 0.f;
-    check(cudnnBatchNormalizationForwardInference(backend_.cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &none, x_.get(), x,
-                                                  x_.get(), y, channel_.get(), gamma, beta, mean, variance, p_.epsilon),
-          "forward inference");
+    batch_norm_inference_forward(x, gamma, beta, mean, variance, y, p_.epsilon, p_.rows, p_.channels, factors(),
+                                 backend_.stream(), "BatchNormalization forward inference " + what_);
   }
 
   void backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* variance,
@@ -91,46 +75,33 @@ class CudaBatchNorm final : public BatchNormOp {
       zero(dbeta, "backward: zeroing dbeta");
       return;
     }
-    batch_norm_inverse_std(variance, p_.epsilon, inv_std_, p_.channels, backend_.stream());
-    const float one = 1.f, none = 0.f;
-    run_training_mode(
-        [&](cudnnBatchNormMode_t mode) {
-          return cudnnBatchNormalizationBackward(backend_.cudnn(), mode, &one, &none, &one, &none, x_.get(), x,
-                                                 x_.get(), dy, x_.get(), dx, channel_.get(), gamma, dgamma, dbeta,
-                                                 p_.epsilon, mean, inv_std_);
-        },
-        "backward");
+    batch_norm_backward(x, dy, gamma, mean, variance, p_.epsilon, p_.rows, p_.channels, dx, dgamma, dbeta, partial(),
+                        sums(), factors(), backend_.stream(), "BatchNormalization backward " + what_);
   }
 
  private:
-  std::size_t channel_bytes() const { return static_cast<std::size_t>(p_.channels) * sizeof(float); }
-  void check(cudnnStatus_t status, const std::string& step) const {
-    check_cudnn(status, "BatchNormalization " + step + " " + what_);
+  // [sums: 2 * channels + 1 doubles | factors: 3 * channels floats], the factors 256-byte aligned as every buffer
+  // (core/alignment.h), so that the element passes may read them four channels at a time.
+  std::size_t sums_bytes() const {
+    return align_bytes(static_cast<std::size_t>(2 * p_.channels + 1) * sizeof(double));
   }
-  // Runs call(training_mode_); should cuDNN not support the persistent variant for this shape, it switches this op
-  // to the plain one, which is supported wherever batch normalisation is, and runs call again.
-  template <class Call>
-  void run_training_mode(const Call& call, const std::string& step) {
-    cudnnStatus_t status = call(training_mode_);
-    if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED &&
-        training_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
-      training_mode_ = CUDNN_BATCHNORM_SPATIAL;
-      status = call(training_mode_);
-    }
-    check(status, step);
+  std::size_t scratch_bytes() const {
+    return sums_bytes() + static_cast<std::size_t>(3 * p_.channels) * sizeof(float);
   }
+  double* sums() const { return static_cast<double*>(scratch_); }
+  float* factors() const { return reinterpret_cast<float*>(static_cast<char*>(scratch_) + sums_bytes()); }
+  double* partial() { return static_cast<double*>(backend_.workspace(batch_norm_partial_bytes(p_.rows, p_.channels))); }
   void zero(float* channel_values, const std::string& step) {
-    check_cuda(cudaMemsetAsync(channel_values, 0, channel_bytes(), backend_.stream()),
+    check_cuda(cudaMemsetAsync(channel_values, 0, static_cast<std::size_t>(p_.channels) * sizeof(float),
+                               backend_.stream()),
                "BatchNormalization " + step + " " + what_);
   }
 
   CudaBackend& backend_;
   BatchNormParams p_;
   std::string what_;
-  TensorDescriptor x_, channel_;
-  cudnnBatchNormMode_t training_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   Allocator* allocator_ = nullptr;
-  float* inv_std_ = nullptr;
+  void* scratch_ = nullptr;
 };
 
 }  // namespace

@@ -13,8 +13,15 @@
 #include "api/backend/cuda/cuda_backend.h"
 #include "api/backend/cuda/cudnn_conv_layout.h"
 #include "api/backend/cuda/cudnn_descriptors.h"
+#include "api/backend/math/depthwise_conv2d.h"
 
 namespace tower::backend::cuda {
+
+// Tower's own depthwise kernels (cuda_depthwise_conv2d.cu).
+void depthwise_conv2d_forward(const Conv2DParams& p, const float* x, const float* w, const float* bias, float* y,
+                              cudaStream_t stream);
+void depthwise_conv2d_backward_data(const Conv2DParams& p, const float* dy, const float* w, float* dx,
+                                    cudaStream_t stream);
 
 cudnnHandle_t CudaBackend::cudnn() {
   const cudaStream_t gpu_stream = stream();  // also makes this GPU current: the handle belongs to it
@@ -52,6 +59,28 @@ bool log_algorithms() {
     return v && std::string(v) != "0";
   }();
   return on;
+}
+
+// TOWER_CUDNN_AUTOTUNE=1: each Conv2D shape's algorithms are ranked by running them once when the op is made
+// (cudnnFind*; PyTorch's cudnn.benchmark = True). Unset or 0: by cuDNN's heuristic alone, PyTorch's default:
+// faster to start, the same choice on every run, and not misled by a profiler (which replays each kernel and so
+// distorts what cudnnFind measures). Any other value throws.
+bool autotune() {
+  static const bool on = [] {
+    const char* v = std::getenv("TOWER_CUDNN_AUTOTUNE");
+    if (!v || std::string(v) == "0") return false;
+    if (std::string(v) == "1") return true;
+    throw std::invalid_argument("TOWER_CUDNN_AUTOTUNE must be 0 or 1, got \"" + std::string(v) + "\"");
+  }();
+  return on;
+}
+
+// Whether the backend's stream is being captured as a graph: measuring allocates and synchronizes, which a
+// capture refuses, so an op made then takes the heuristic's ranking.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "Conv2D: asking whether the stream is captured");
+  return status != cudaStreamCaptureStatusNone;
 }
 
 // One direction of a convolution (forward, backward data, backward filter): the algorithms of cuDNN's heuristic
@@ -94,15 +123,20 @@ struct Direction {
 
 // Conv2D on cuDNN's legacy API, float32 NHWC. The kernel's layout and asymmetric padding are handled as
 // cudnn_conv_layout.h describes: per call the kernel is reordered into scratch (and the weight gradient back) with
-// cudnnTransformTensor, and an asymmetrically padded input is copied into zeroed scratch (the data gradient is
-// computed into such a buffer and its interior copied out); symmetric padding, the common case, convolves the
-// caller's tensors directly. Bias and ReLU together go through cudnnConvolutionBiasActivationForward; otherwise (or
+// cudnnTransformTensor, and an asymmetrically padded input is copied into padded scratch by Backend::pad2d (the
+// data gradient is computed into such a buffer and cropped by pad2d_backward); symmetric padding, the common case,
+// convolves the caller's tensors directly. Bias and ReLU together go through cudnnConvolutionBiasActivationForward; otherwise (or
 // if cuDNN reports that form unsupported for this shape) cudnnAddTensor and cudnnActivationForward follow the
 // convolution; any failure of the fused call makes the shape unfused from then on. Math: CUDNN_DEFAULT_MATH on FP32
 // lets cuDNN use TF32 tensor cores (PyTorch's cudnn.allow_tf32 = True; TOWER_ALLOW_TF32=0 asks for FMA math and
 // algorithms without tensor ops), then each direction takes the math type of its algorithm. Algorithms are ranked
 // once, here, with cudnnGet*Algorithm_v7, and a direction moves down its ranking when an algorithm fails at run
 // time (Direction); scratch and cuDNN's workspace come from CudaBackend::workspace per call.
+//
+// A depthwise convolution (groups == in_c) runs its forward and data gradient on Tower's own kernels
+// (math/depthwise_conv2d.h: the padding folded into the indexing, four channels a thread): cuDNN's legacy API ran
+// them, on an H200, with a grouped direct kernel several times slower than the memory they touch allows. Its
+// weight gradient stays with cuDNN, whose depthwise kernel for it is fast.
 class CudaConv2D final : public Conv2DOp {
  public:
   CudaConv2D(CudaBackend& backend, const Conv2DParams& p);
@@ -133,19 +167,22 @@ class CudaConv2D final : public Conv2DOp {
   Scratch scratch(std::size_t library_bytes);
   void transform(cudnnTensorDescriptor_t from_desc, const float* from, cudnnTensorDescriptor_t to_desc, float* to,
                  const std::string& step);
-  const float* pad_input(const float* x, float* padded, const std::string& step);
+  // x zero-padded into `padded` (Backend::pad2d, every element written), or x itself when the padding is
+  // symmetric and cuDNN's own.
+  const float* pad_input(const float* x, float* padded);
 
   CudaBackend& backend_;
   Conv2DParams p_;
   std::string shapes_;
   CudnnConvLayout layout_;
   std::size_t weights_bytes_, padded_bytes_;
-  TensorDescriptor x_, input_, x_in_padded_, y_, bias_, keras_weights_, cudnn_weights_;
+  TensorDescriptor input_, y_, bias_, keras_weights_, cudnn_weights_;
   FilterDescriptor filter_;
   ConvolutionDescriptor forward_conv_, data_conv_, filter_conv_;
   ActivationDescriptor relu_;
   Direction forward_run_{"forward"}, data_run_{"backward data"}, filter_run_{"backward filter"};
   bool fuse_bias_relu_;
+  bool depthwise_;  // forward and backward data on Tower's depthwise kernels
 };
 
 CudaConv2D::CudaConv2D(CudaBackend& backend, const Conv2DParams& p)
@@ -158,7 +195,8 @@ CudaConv2D::CudaConv2D(CudaBackend& backend, const Conv2DParams& p)
                         ? static_cast<std::size_t>(p.batch * layout_.padded_h * layout_.padded_w * p.in_c) *
                               sizeof(float)
                         : 0),
-      fuse_bias_relu_(p.relu) {
+      fuse_bias_relu_(p.relu),
+      depthwise_(math::depthwise_fits(p)) {
   describe_tensors();
   for (const ConvolutionDescriptor* conv : {&forward_conv_, &data_conv_, &filter_conv_}) describe_convolution(*conv);
   check(cudnnSetActivationDescriptor(relu_.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN,
@@ -182,14 +220,9 @@ void CudaConv2D::describe_tensors() {
                                        as_int(s.w)),
           what);
   };
-  check(cudnnSetTensor4dDescriptor(x_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, in_c, as_int(p_.in_h),
-                                   as_int(p_.in_w)),
-        "describing x");
   check(cudnnSetTensor4dDescriptor(input_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, in_c, as_int(layout_.padded_h),
                                    as_int(layout_.padded_w)),
         "describing the convolution's input");
-  strided(x_in_padded_, n, in_c, as_int(p_.in_h), as_int(p_.in_w), layout_.x_in_padded,
-          "describing x inside the padded input");
   check(cudnnSetTensor4dDescriptor(y_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, out_c, as_int(p_.out_h),
                                    as_int(p_.out_w)),
         "describing y");
@@ -211,34 +244,41 @@ void CudaConv2D::describe_convolution(const ConvolutionDescriptor& conv) {
 }
 
 void CudaConv2D::choose_algorithms(cudnnHandle_t handle) {
+  const bool measure = autotune() && !capturing(backend_.stream());
+  const std::string how = measure ? ": measuring the algorithms" : ": choosing an algorithm";
   int most = 0, count = 0;
   check(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &most), "forward: counting algorithms");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> forward(static_cast<std::size_t>(most));
-  check(cudnnGetConvolutionForwardAlgorithm_v7(handle, input_.get(), filter_.get(), forward_conv_.get(), y_.get(), most,
-                                               &count, forward.data()),
-        "forward: choosing an algorithm");
+  check(measure ? cudnnFindConvolutionForwardAlgorithm(handle, input_.get(), filter_.get(), forward_conv_.get(),
+                                                       y_.get(), most, &count, forward.data())
+                : cudnnGetConvolutionForwardAlgorithm_v7(handle, input_.get(), filter_.get(), forward_conv_.get(),
+                                                         y_.get(), most, &count, forward.data()),
+        "forward" + how);
   forward_run_.rank(forward, count, shapes_);
   use_current(forward_run_, forward_conv_);
 
   check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &most), "backward data: counting algorithms");
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> data(static_cast<std::size_t>(most));
-  check(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter_.get(), y_.get(), data_conv_.get(), input_.get(),
-                                                    most, &count, data.data()),
-        "backward data: choosing an algorithm");
+  check(measure ? cudnnFindConvolutionBackwardDataAlgorithm(handle, filter_.get(), y_.get(), data_conv_.get(),
+                                                            input_.get(), most, &count, data.data())
+                : cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter_.get(), y_.get(), data_conv_.get(),
+                                                              input_.get(), most, &count, data.data()),
+        "backward data" + how);
   data_run_.rank(data, count, shapes_);
   use_current(data_run_, data_conv_);
 
   check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &most), "backward filter: counting algorithms");
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> filter(static_cast<std::size_t>(most));
-  check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, input_.get(), y_.get(), filter_conv_.get(), filter_.get(),
-                                                      most, &count, filter.data()),
-        "backward filter: choosing an algorithm");
+  check(measure ? cudnnFindConvolutionBackwardFilterAlgorithm(handle, input_.get(), y_.get(), filter_conv_.get(),
+                                                              filter_.get(), most, &count, filter.data())
+                : cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, input_.get(), y_.get(), filter_conv_.get(),
+                                                                filter_.get(), most, &count, filter.data()),
+        "backward filter" + how);
   filter_run_.rank(filter, count, shapes_);
   use_current(filter_run_, filter_conv_);
   if (log_algorithms())
-    std::cerr << "Tower: cuDNN Conv2D " << shapes_ << ": " << forward_run_.describe() << ", " << data_run_.describe()
-              << ", "
-              << filter_run_.describe() << "\n";
+    std::cerr << "Tower: cuDNN Conv2D " << shapes_ << (measure ? " (measured)" : " (heuristic)") << ": "
+              << forward_run_.describe() << ", " << data_run_.describe() << ", " << filter_run_.describe() << "\n";
 }
 
 void CudaConv2D::use_current(Direction& d, const ConvolutionDescriptor& conv) {
@@ -287,21 +327,24 @@ void CudaConv2D::transform(cudnnTensorDescriptor_t from_desc, const float* from,
   check(cudnnTransformTensor(backend_.cudnn(), &one, from_desc, from, &zero, to_desc, to), step);
 }
 
-const float* CudaConv2D::pad_input(const float* x, float* padded, const std::string& step) {
+const float* CudaConv2D::pad_input(const float* x, float* padded) {
   if (!layout_.padded()) return x;
-  check_cuda(cudaMemsetAsync(padded, 0, padded_bytes_, backend_.stream()),
-             "Conv2D " + step + " " + shapes_ + ": zeroing the padded input");
-  transform(x_.get(), x, x_in_padded_.get(), padded + layout_.x_offset, step + ": padding the input");
+  backend_.pad2d(x, padded, p_.batch, p_.in_h, p_.in_w, p_.in_c, layout_.padded_h, layout_.padded_w,
+                 layout_.extra_top, layout_.extra_left);
   return padded;
 }
 
 void CudaConv2D::forward(const float* x, const float* w, const float* bias, float* y) {
+  if (depthwise_) {
+    depthwise_conv2d_forward(p_, x, w, bias, y, backend_.stream());
+    return;
+  }
   cudnnHandle_t handle = backend_.cudnn();
   const float one = 1.f, zero = 0.f;
   if (bias && fuse_bias_relu_) {
     const Scratch s = scratch(forward_run_.bytes);
     transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "forward: reordering the kernel");
-    const float* input = pad_input(x, s.padded, "forward");
+    const float* input = pad_input(x, s.padded);
     // alpha2 = 0 leaves out z; cuDNN still wants a tensor there, and y (never read) serves.
     const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
         handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(),
@@ -318,7 +361,7 @@ void CudaConv2D::forward(const float* x, const float* w, const float* bias, floa
   run_ranked(forward_run_, forward_conv_, "forward", [&] {
     const Scratch s = scratch(forward_run_.bytes);
     transform(keras_weights_.get(), w, cudnn_weights_.get(), s.weights, "forward: reordering the kernel");
-    const float* input = pad_input(x, s.padded, "forward");
+    const float* input = pad_input(x, s.padded);
     return cudnnConvolutionForward(handle, &one, input_.get(), input, filter_.get(), s.weights, forward_conv_.get(),
                                    static_cast<cudnnConvolutionFwdAlgo_t>(forward_run_.choice().algo), s.library,
                                    forward_run_.bytes, &zero, y_.get(), y);
@@ -329,6 +372,10 @@ void CudaConv2D::forward(const float* x, const float* w, const float* bias, floa
 }
 
 void CudaConv2D::backward_data(const float* dy, const float* w, float* dx) {
+  if (depthwise_) {
+    depthwise_conv2d_backward_data(p_, dy, w, dx, backend_.stream());
+    return;
+  }
   const float one = 1.f, zero = 0.f;
   float* gradient = dx;
   run_ranked(data_run_, data_conv_, "backward data", [&] {
@@ -341,8 +388,8 @@ void CudaConv2D::backward_data(const float* dy, const float* w, float* dx) {
                                         data_run_.bytes, &zero, input_.get(), gradient);
   });
   if (layout_.padded())
-    transform(x_in_padded_.get(), gradient + layout_.x_offset, x_.get(), dx,
-              "backward data: cropping the padded gradient");
+    backend_.pad2d_backward(gradient, dx, p_.batch, p_.in_h, p_.in_w, p_.in_c, layout_.padded_h, layout_.padded_w,
+                            layout_.extra_top, layout_.extra_left);
 }
 
 void CudaConv2D::backward_weights(const float* x, const float* dy, float* dw, float* dbias) {
@@ -352,7 +399,7 @@ void CudaConv2D::backward_weights(const float* x, const float* dy, float* dw, fl
   run_ranked(filter_run_, filter_conv_, "backward filter", [&] {
     const Scratch s = scratch(filter_run_.bytes);
     weights = s.weights;
-    const float* input = pad_input(x, s.padded, "backward filter");
+    const float* input = pad_input(x, s.padded);
     return cudnnConvolutionBackwardFilter(handle, &one, input_.get(), input, y_.get(), dy, filter_conv_.get(),
                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter_run_.choice().algo),
                                           s.library, filter_run_.bytes, &zero, filter_.get(), s.weights);

@@ -69,7 +69,10 @@ void CudaBackend::activation_forward(ActivationKind kind, const ActivationParams
                                      Index n) {
   if (kind == ActivationKind::linear && x == y) return;
   math::visit_activation(kind, p, [&](auto f) {
-    for_each(n, math::ActivationForward<decltype(f)>{f, x, y}, stream(), "activation_forward");
+    if (n % 4 == 0 && aligned16(x) && aligned16(y))
+      for_each(n / 4, math::ActivationForward<decltype(f), 4>{f, x, y}, stream(), "activation_forward");
+    else
+      for_each(n, math::ActivationForward<decltype(f)>{f, x, y}, stream(), "activation_forward");
   });
 }
 
@@ -77,7 +80,10 @@ void CudaBackend::activation_backward(ActivationKind kind, const ActivationParam
                                       const float* y, const float* dy, float* dx, Index n) {
   if (kind == ActivationKind::linear && dx == dy) return;
   math::visit_activation(kind, p, [&](auto f) {
-    for_each(n, math::ActivationBackward<decltype(f)>{f, x, y, dy, dx}, stream(), "activation_backward");
+    if (n % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(dy) && aligned16(dx))
+      for_each(n / 4, math::ActivationBackward<decltype(f), 4>{f, x, y, dy, dx}, stream(), "activation_backward");
+    else
+      for_each(n, math::ActivationBackward<decltype(f)>{f, x, y, dy, dx}, stream(), "activation_backward");
   });
 }
 
@@ -131,14 +137,22 @@ void CudaBackend::copy_strided_back(const float* src, Index src_inner, Index src
 void CudaBackend::pad2d(const float* x, float* y, Index n, Index h, Index w, Index c, Index out_h, Index out_w,
                         Index top, Index left) {
   const std::string op = describe("pad2d (n, h, w, c, out_h, out_w, top, left)", {n, h, w, c, out_h, out_w, top, left});
-  for_each(n * out_h * out_w * c, math::Pad2D{x, y, {h, w, c, out_h, out_w, top, left}}, stream(), op.c_str());
+  const math::Pad2DShape s{h, w, c, out_h, out_w, top, left};
+  if (c % 4 == 0 && aligned16(x) && aligned16(y))
+    for_each(n * out_h * out_w * c / 4, math::Pad2D<4>{x, y, s}, stream(), op.c_str());
+  else
+    for_each(n * out_h * out_w * c, math::Pad2D<1>{x, y, s}, stream(), op.c_str());
 }
 
 void CudaBackend::pad2d_backward(const float* dy, float* dx, Index n, Index h, Index w, Index c, Index out_h,
                                  Index out_w, Index top, Index left) {
   const std::string op =
       describe("pad2d_backward (n, h, w, c, out_h, out_w, top, left)", {n, h, w, c, out_h, out_w, top, left});
-  for_each(n * h * w * c, math::Pad2DBackward{dy, dx, {h, w, c, out_h, out_w, top, left}}, stream(), op.c_str());
+  const math::Pad2DShape s{h, w, c, out_h, out_w, top, left};
+  if (c % 4 == 0 && aligned16(dy) && aligned16(dx))
+    for_each(n * h * w * c / 4, math::Pad2DBackward<4>{dy, dx, s}, stream(), op.c_str());
+  else
+    for_each(n * h * w * c, math::Pad2DBackward<1>{dy, dx, s}, stream(), op.c_str());
 }
 
 void CudaBackend::upsample2d(const float* x, float* y, Index n, Index h, Index w, Index c, int fh, int fw) {

@@ -4,8 +4,8 @@
 // these numbers in host loops against the CPU backend's convolution.
 //
 // cuDNN pads both sides of an axis alike, so it gets min(before, after) and, where the padding is asymmetric
-// (Keras "same" with an odd total pads one more at the bottom/right), the input goes through a zeroed copy with
-// the difference as extra rows/columns on the larger side. The padded image is then exactly the one the parameters
+// (Keras "same" with an odd total pads one more at the bottom/right), the input goes through a padded copy
+// (Backend::pad2d) with the difference as extra rows/columns on the larger side. The padded image is then exactly the one the parameters
 // describe. Keras' kernel [kh, kw, in/groups, out] is no cuDNN filter layout (NHWC filters are
 // [out, kh, kw, in/groups]), so it is reordered through two strided views of the same logical
 // [out, in/groups, kh, kw] tensor.
@@ -22,8 +22,6 @@ struct CudnnConvLayout {
   int pad_h = 0, pad_w = 0;  // cuDNN's padding, on both sides
   int extra_top = 0, extra_bottom = 0, extra_left = 0, extra_right = 0;
   Index padded_h = 0, padded_w = 0;  // the input cuDNN convolves: x, or its padded copy
-  Index x_offset = 0;                // x's first element inside the padded copy
-  Strides4 x_in_padded{};            // x's [n, c, h, w] with the padded copy's NHWC strides
   Strides4 keras_kernel{};           // [out, in/groups, kh, kw] over Keras' [kh][kw][in/groups][out]
   Strides4 cudnn_filter{};           // [out, in/groups, kh, kw] over cuDNN's NHWC filter [out][kh][kw][in/groups]
 
@@ -40,8 +38,6 @@ inline CudnnConvLayout cudnn_conv_layout(const Conv2DParams& p) {
   l.extra_right = p.pad_right - l.pad_w;
   l.padded_h = p.in_h + l.extra_top + l.extra_bottom;
   l.padded_w = p.in_w + l.extra_left + l.extra_right;
-  l.x_offset = (l.extra_top * l.padded_w + l.extra_left) * p.in_c;
-  l.x_in_padded = {l.padded_h * l.padded_w * p.in_c, 1, l.padded_w * p.in_c, p.in_c};
   const Index out = p.out_c, group_in = p.in_c / p.groups;
   l.keras_kernel = {1, out, p.kernel_w * group_in * out, group_in * out};
   l.cudnn_filter = {p.kernel_h * p.kernel_w * group_in, 1, p.kernel_w * group_in, group_in};

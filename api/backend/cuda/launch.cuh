@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "api/backend/cuda/cuda_backend.h"
@@ -16,6 +17,9 @@ __global__ void for_each_kernel(Index n, F f) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
 }
+
+// Whether p may be read and written 16 bytes at a time (the functors' V = 4 forms, math/hd.h's Floats<4>).
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Launches f over [0, n) on `stream`; `op` names the op in a launch error.
 template <class F>

@@ -6,16 +6,12 @@
 // partials are added in block order. Both backends add in the same order, so they give the same bits.
 #include <cmath>
 
+#include "api/backend/math/batch_norm.h"
 #include "api/backend/math/hd.h"
 #include "api/backend/math/reductions.h"
 #include "api/core/shape.h"
 
 namespace tower::backend::math {
-
-// 1 / sqrt(variance + epsilon) in double, epsilon as the float the batch-norm op adds.
-TOWER_HD double inverse_std(float variance, float epsilon) {
-  return 1.0 / sqrt(static_cast<double>(variance) + static_cast<double>(epsilon));
-}
 
 // partial[b, c] = sum of x[r, c] and partial[b, channels + c] = sum of x[r, c]^2 over the rows r of block b; over
 // blocks * channels items. partial is [blocks, 2 * channels].
