@@ -143,7 +143,7 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
         throw std::invalid_argument(type_ + ".build: variable '" + v.path + "' has no value (is its layer built?)");
       if (!index_by_variable_.emplace(&v, i).second)
         throw std::invalid_argument(type_ + ".apply_gradients: variable '" + v.path + "' is listed twice");
-      built_for_.push_back(&v);
+      built_for_.push_back(variables[i]);
       slots_by_variable_.emplace_back();
       build_slots(v);
       if (slots_by_variable_.back().size() > backend::UpdateTensors{}.slots.size())
@@ -172,7 +172,7 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
 }
 
 std::size_t Optimizer::index_of(const Variable* variable, std::size_t position) const {
-  if (position < built_for_.size() && built_for_[position] == variable) return position;
+  if (position < built_for_.size() && built_for_[position].get() == variable) return position;
   const auto it = index_by_variable_.find(variable);
   if (it == index_by_variable_.end())
     throw std::invalid_argument(type_ + ".apply_gradients: variable '" + variable->path +

@@ -218,7 +218,9 @@ class Optimizer {
   BaseOptions base_;
   std::int64_t iterations_ = 0;
   bool built_ = false;
-  std::vector<const Variable*> built_for_;
+  // The variables of the first step, which the optimizer holds (as Keras' does): a variable dropped by the model
+  // keeps its memory, so no new variable is made at its address and mistaken for it by index_by_variable_.
+  std::vector<VariablePtr> built_for_;
   std::unordered_map<const Variable*, std::size_t> index_by_variable_;
   std::vector<VariablePtr> slots_;
   std::vector<std::vector<std::pair<std::string, VariablePtr>>> slots_by_variable_;

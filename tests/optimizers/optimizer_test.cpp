@@ -89,6 +89,24 @@ TEST(Optimizer, UnknownVariableAfterTheFirstStep) {
   EXPECT_EQ(opt->iterations(), 2);
 }
 
+// A variable the model no longer holds (a layer popped, a graph changed without a new compile()) stays the
+// optimizer's: a new variable cannot be made at its address and so take its slots. Keras' optimizer keeps its
+// variables too, and refuses a new one ("Unknown variable ... recreate a new optimizer instance").
+TEST(Optimizer, ANewVariableNeverTakesTheStateOfOneTheModelDropped) {
+  const OptimizerPtr opt = SGD({.learning_rate = 0.1, .momentum = 0.9});
+  VariablePtr old = make_variable("gone/kernel", Tensor::zeros({3, 4}));
+  const Tensor gradient = Tensor::full({3, 4}, 1.f);
+  opt->apply_gradients({old}, {gradient});
+  std::weak_ptr<Variable> watch = old;
+  old.reset();
+  EXPECT_FALSE(watch.expired()) << "the optimizer lets go of a variable it holds state for";
+  // Made now, the new variable would often reuse the freed one's memory, and with it the momentum.
+  const VariablePtr fresh = make_variable("new/kernel", Tensor::zeros({3, 4}));
+  const std::string msg = message_of([&] { opt->apply_gradients({fresh}, {gradient}); });
+  EXPECT_TRUE(contains(msg, "'new/kernel'")) << msg;
+  expect_near(fresh->value, std::vector<float>(12, 0.f), 0.f, 0.f, "the new variable, untouched");
+}
+
 TEST(Optimizer, RejectsAVariableListedTwiceInALaterStep) {
   auto p = make_problem(2);
   const OptimizerPtr opt = Adam({.clipnorm = 0.5});
