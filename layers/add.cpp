@@ -11,6 +11,7 @@ AddImpl::AddImpl(Options options) : Merge("Add", options.name), options_(std::mo
 
 void AddImpl::forward(const ForwardContext& ctx) {
   const Tensor& y = ctx.outputs[0];
+  if (!same_shapes(ctx.inputs, y.shape())) return combine(backend::BinaryOp::add, ctx.inputs, y);
   backend::Backend& be = backend::get(y.device());
   const Index n = y.numel();
   be.add(ctx.inputs[0].data<float>(), ctx.inputs[1].data<float>(), y.data<float>(), n);
@@ -19,7 +20,7 @@ void AddImpl::forward(const ForwardContext& ctx) {
 
 void AddImpl::backward(const BackwardContext& ctx) {
   for (Tensor& dx : ctx.grad_inputs)
-    if (dx.defined()) dx.copy_from(ctx.grad_outputs[0]);
+    if (dx.defined()) reduce_to(ctx.grad_outputs[0], dx);
 }
 
 TOWER_REGISTER_LAYER(AddImpl, "Add");

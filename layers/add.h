@@ -1,6 +1,6 @@
 #pragma once
 // Add (keras.layers.Add): the elementwise sum of the inputs.
-// Two or more inputs of identical shape (no broadcasting); the output has that shape. No weights.
+// Two or more inputs, broadcast as Merge describes (Keras' rules); the output has the broadcast shape. No weights.
 #include "api/engine/layer_options.h"
 #include "layers/merge.h"
 

@@ -17,6 +17,8 @@
 #include "layers/global_max_pooling2d.h"
 #include "layers/local_response_normalization.h"
 #include "layers/max_pooling2d.h"
+#include "layers/maximum.h"
+#include "layers/minimum.h"
 #include "layers/multiply.h"
 #include "layers/permute.h"
 #include "layers/relu.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Subtract (keras.layers.Subtract): inputs[0] - inputs[1].
-// Exactly two inputs of identical shape (no broadcasting); the output has that shape. No weights.
+// Exactly two inputs, broadcast as Merge describes (Keras' rules); the output has the broadcast shape. No weights.
 #include "api/engine/layer_options.h"
 #include "layers/merge.h"
 

@@ -23,6 +23,20 @@ namespace tower::backend {
 // Weights use Keras' layout [kernel_h, kernel_w, in_channels / groups, out_channels]; a depthwise
 // convolution with multiplier m is groups = in_channels, out_channels = in_channels * m, which is the same
 // memory as Keras' DepthwiseConv2D kernel [kh, kw, in_channels, m].
+// ---- broadcasting element-wise ops ----------------------------------------------------------------------------
+inline constexpr int kMaxBroadcastRank = 8;
+// An element-wise op over `rank` output axes of sizes `dims` (row-major), each operand read with its own element
+// strides: 0 along an axis it is broadcast over.
+struct Broadcast {
+  int rank = 0;
+  Index dims[kMaxBroadcastRank] = {};
+  Index a[kMaxBroadcastRank] = {};
+  Index b[kMaxBroadcastRank] = {};
+};
+enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum, equal };
+// Element-wise functions of one operand (Backend::unary). sign gives -1, 0 or 1 (NaN for NaN).
+enum class UnaryOp { negative, abs, sign, exp, log, sqrt, square, reciprocal };
+
 struct Conv2DParams {
   Index batch = 0, in_h = 0, in_w = 0, in_c = 0;
   Index out_h = 0, out_w = 0, out_c = 0;
@@ -351,6 +365,16 @@ class Backend {
   virtual void add(const float* a, const float* b, float* y, Index n) = 0;
   virtual void sub(const float* a, const float* b, float* y, Index n) = 0;
   virtual void mul(const float* a, const float* b, float* y, Index n) = 0;
+  // y = a op b over the elements of y (dense over s.dims), each operand read through its own strides (NumPy's
+  // broadcasting: stride 0 along an axis the operand is stretched over; make_broadcast in broadcast.h builds s).
+  // BinaryOp::equal gives 1 or 0. y may be a or b when that operand is not broadcast.
+  virtual void broadcast_binary(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s) = 0;
+  // The gradient of a broadcast operand read with strides s.a: dx[j] = the sum of dy (dense over s.dims) over
+  // the positions that read element j; dx is dense over s.dims with 1 where s.a is 0. Sums in double, in a fixed
+  // order. Overwrites dx.
+  virtual void broadcast_reduce(const float* dy, float* dx, const Broadcast& s) = 0;
+  // y = op(x) element-wise; y may be x.
+  virtual void unary(UnaryOp op, const float* x, float* y, Index n) = 0;
   // y = alpha * x + beta * y (beta == 0 overwrites y without reading it).
   virtual void axpby(float alpha, const float* x, float beta, float* y, Index n) = 0;
   // y = scale * x + shift elementwise (Rescaling).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/backend/broadcast.h"
 #include "api/core/device_memory.h"
 #include "api/core/tensor.h"
 #include "backend/backend_testing.h"
@@ -18,6 +19,9 @@ using backend::ActivationKind;
 using backend::ActivationParams;
 using backend::Backend;
 using backend::BatchNormParams;
+using backend::BinaryOp;
+using backend::Broadcast;
+using backend::make_broadcast;
 using backend::Conv2DParams;
 using backend::PoolKind;
 using backend::Pool2DParams;
@@ -49,6 +53,89 @@ void elementwise_cases(std::vector<OpCase>& t) {
   binary("add", [](float a, float b) { return a + b; }, &Backend::add);
   binary("sub", [](float a, float b) { return a - b; }, &Backend::sub);
   binary("mul", [](float a, float b) { return a * b; }, &Backend::mul);
+  {
+    const std::pair<backend::UnaryOp, const char*> unary[] = {
+        {backend::UnaryOp::negative, "negative"}, {backend::UnaryOp::abs, "abs"},   {backend::UnaryOp::sign, "sign"},
+        {backend::UnaryOp::exp, "exp"},           {backend::UnaryOp::log, "log"},   {backend::UnaryOp::sqrt, "sqrt"},
+        {backend::UnaryOp::square, "square"},     {backend::UnaryOp::reciprocal, "reciprocal"}};
+    for (const auto& [op, name] : unary) {
+      const bool positive = op == backend::UnaryOp::log || op == backend::UnaryOp::sqrt;
+      t.push_back({"unary", std::string("unary ") + name + "(n=1003)", {n}, {n}, positive ? 0.1f : -2.f, 2.f, false,
+                   1e-6, [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.unary(op, i[0], o[0], n); },
+                   [=](OpBuffers& b) {
+                     for (Index k = 0; k < n; ++k) {
+                       const double v = b.in[0][k];
+                       double r = 0;
+                       switch (op) {
+                         case backend::UnaryOp::negative: r = -v; break;
+                         case backend::UnaryOp::abs: r = std::fabs(v); break;
+                         case backend::UnaryOp::sign: r = v > 0 ? 1 : v < 0 ? -1 : 0; break;
+                         case backend::UnaryOp::exp: r = std::exp(v); break;
+                         case backend::UnaryOp::log: r = std::log(v); break;
+                         case backend::UnaryOp::sqrt: r = std::sqrt(v); break;
+                         case backend::UnaryOp::square: r = v * v; break;
+                         case backend::UnaryOp::reciprocal: r = 1 / v; break;
+                       }
+                       b.out[0][k] = float(r);
+                     }
+                   }});
+    }
+  }
+  // Broadcasting: a [3, 1, 5] against b [4, 1], both stretched to [3, 4, 5]; each op, and the reduction of a
+  // [3, 4, 5] gradient onto either operand.
+  {
+    const Shape out{3, 4, 5}, sa{3, 1, 5}, sb{4, 1};
+    const Broadcast s = make_broadcast(out, sa, sb, "op table");
+    const Index na = sa.numel(), nb = sb.numel(), ny = out.numel();
+    const auto at = [](const Shape& operand, Index i, Index j, Index k) {  // operand's element at out's (i, j, k)
+      const int r = operand.rank();
+      const Index c[3] = {i, j, k};
+      Index offset = 0;
+      for (int d = 0; d < r; ++d) offset = offset * operand.dims()[d] + (operand.dims()[d] == 1 ? 0 : c[3 - r + d]);
+      return offset;
+    };
+    const std::pair<BinaryOp, const char*> ops[] = {{BinaryOp::add, "add"},           {BinaryOp::subtract, "subtract"},
+                                                    {BinaryOp::multiply, "multiply"}, {BinaryOp::divide, "divide"},
+                                                    {BinaryOp::maximum, "maximum"},   {BinaryOp::minimum, "minimum"},
+                                                    {BinaryOp::equal, "equal"}};
+    for (const auto& [op, name] : ops)
+      t.push_back({"broadcast_binary", std::string("broadcast_binary ") + name + " [3,1,5] with [4,1]", {na, nb}, {ny},
+                   0.5f, 1.5f, false, 1e-6,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.broadcast_binary(op, i[0], i[1], o[0], s); },
+                   [=](OpBuffers& b) {
+                     for (Index i = 0; i < 3; ++i)
+                       for (Index j = 0; j < 4; ++j)
+                         for (Index k = 0; k < 5; ++k) {
+                           const float x = b.in[0][at(sa, i, j, k)], y = b.in[1][at(sb, i, j, k)];
+                           float v = 0;
+                           switch (op) {
+                             case BinaryOp::add: v = x + y; break;
+                             case BinaryOp::subtract: v = x - y; break;
+                             case BinaryOp::multiply: v = x * y; break;
+                             case BinaryOp::divide: v = x / y; break;
+                             case BinaryOp::maximum: v = std::max(x, y); break;
+                             case BinaryOp::minimum: v = std::min(x, y); break;
+                             case BinaryOp::equal: v = x == y ? 1.f : 0.f; break;
+                           }
+                           b.out[0][(i * 4 + j) * 5 + k] = v;
+                         }
+                   }});
+    for (const bool first : {true, false}) {
+      const Shape operand = first ? sa : sb;
+      Broadcast r = s;
+      if (!first) std::copy(std::begin(s.b), std::end(s.b), std::begin(r.a));
+      t.push_back({"broadcast_reduce", "broadcast_reduce [3,4,5] onto " + operand.to_string(), {ny},
+                   {operand.numel()}, -1, 1, false, 1e-6,
+                   [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.broadcast_reduce(i[0], o[0], r); },
+                   [=](OpBuffers& b) {
+                     std::vector<double> acc(static_cast<std::size_t>(operand.numel()), 0.0);
+                     for (Index i = 0; i < 3; ++i)
+                       for (Index j = 0; j < 4; ++j)
+                         for (Index k = 0; k < 5; ++k) acc[at(operand, i, j, k)] += b.in[0][(i * 4 + j) * 5 + k];
+                     for (std::size_t e = 0; e < acc.size(); ++e) b.out[0][e] = float(acc[e]);
+                   }});
+    }
+  }
   for (const float beta : {0.f, 0.5f})
     t.push_back({"axpby", "axpby(n=1003, alpha=-0.7, beta=" + std::to_string(beta) + ")", {n}, {n}, -1, 1, false,
                  1e-6, [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.axpby(-0.7f, i[0], beta, o[0], n); },

@@ -172,6 +172,18 @@ CASES = [
     case("Multiply_3", "Multiply", {}, [(2, 2, 2, 3), (2, 2, 2, 3), (2, 2, 2, 3)]),
     case("Average_2", "Average", {}, [(2, 3, 4), (2, 3, 4)]),
     case("Average_3", "Average", {}, [(2, 3, 4), (2, 3, 4), (2, 3, 4)]),
+    case("Maximum_2", "Maximum", {}, [(2, 3, 4), (2, 3, 4)]),
+    case("Minimum_3", "Minimum", {}, [(2, 3, 4), (2, 3, 4), (2, 3, 4)]),
+    # Broadcasting (Keras' Merge: the non-batch axes aligned at the end, a lower rank expanded after the batch
+    # axis, size-1 axes stretched): a squeeze-and-excitation product, a bias-like [1, c] row, both stretched.
+    case("Multiply_broadcast_channels", "Multiply", {}, [(2, 3, 4, 5), (2, 5)]),
+    case("Multiply_broadcast_3", "Multiply", {}, [(2, 3, 1, 5), (2, 1, 4, 1), (2, 5)]),
+    case("Add_broadcast", "Add", {}, [(2, 3, 4), (2, 1, 4)]),
+    case("Add_broadcast_both", "Add", {}, [(2, 3, 1), (2, 1, 4), (2, 4)]),
+    case("Subtract_broadcast", "Subtract", {}, [(2, 4), (2, 3, 4)]),
+    case("Average_broadcast", "Average", {}, [(2, 3, 4), (2, 3, 1)]),
+    case("Maximum_broadcast", "Maximum", {}, [(2, 3, 4), (2, 4), (2, 3, 1)]),
+    case("Minimum_broadcast", "Minimum", {}, [(2, 1, 4), (2, 3, 4)]),
     case("Concatenate_axis_last", "Concatenate", {"axis": -1}, [(2, 3, 2), (2, 3, 4)]),
     case("Concatenate_axis_1", "Concatenate", {"axis": 1}, [(2, 2, 3), (2, 3, 3)]),
     case("Concatenate_3_inputs_rank4", "Concatenate", {}, [(2, 2, 2, 1), (2, 2, 2, 3), (2, 2, 2, 2)]),

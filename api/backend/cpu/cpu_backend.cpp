@@ -15,6 +15,7 @@
 
 #include "api/backend/cpu/dnnl_context.h"
 #include "api/backend/cpu/loops.h"
+#include "api/backend/math/broadcast.h"
 #include "api/backend/math/activations.h"
 #include "api/backend/math/data_movement.h"
 #include "api/backend/math/dropout.h"
@@ -104,6 +105,20 @@ void CpuBackend::add(const float* a, const float* b, float* y, Index n) { elemen
 void CpuBackend::sub(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Sub{a, b, y}); }
 
 void CpuBackend::mul(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Mul{a, b, y}); }
+
+void CpuBackend::broadcast_binary(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s) {
+  Index n = 1;
+  for (int k = 0; k < s.rank; ++k) n *= s.dims[k];
+  elementwise(n, math::BroadcastBinary{op, a, b, y, s});
+}
+
+void CpuBackend::unary(UnaryOp op, const float* x, float* y, Index n) { elementwise(n, math::Unary{op, x, y}); }
+
+void CpuBackend::broadcast_reduce(const float* dy, float* dx, const Broadcast& s) {
+  Index n = 1, each = 1;
+  for (int k = 0; k < s.rank; ++k) (s.a[k] == 0 ? each : n) *= s.dims[k];
+  parallel_for(n, math::BroadcastReduce{dy, dx, s}, std::max<Index>(1, kParallelGrain / std::max<Index>(each, 1)));
+}
 
 void CpuBackend::axpby(float alpha, const float* x, float beta, float* y, Index n) {
   if (beta == 0.f)

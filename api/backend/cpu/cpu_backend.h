@@ -22,6 +22,9 @@ class CpuBackend final : public Backend {
   void add(const float* a, const float* b, float* y, Index n) override;
   void sub(const float* a, const float* b, float* y, Index n) override;
   void mul(const float* a, const float* b, float* y, Index n) override;
+  void broadcast_binary(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s) override;
+  void broadcast_reduce(const float* dy, float* dx, const Broadcast& s) override;
+  void unary(UnaryOp op, const float* x, float* y, Index n) override;
   void axpby(float alpha, const float* x, float beta, float* y, Index n) override;
   void scale_shift(const float* x, float scale, float shift, float* y, Index n) override;
   void add_bias(float* y, const float* bias, Index rows, Index cols) override;

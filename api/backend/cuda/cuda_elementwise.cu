@@ -6,6 +6,7 @@
 
 #include "api/backend/cuda/launch.cuh"
 #include "api/backend/math/activations.h"
+#include "api/backend/math/broadcast.h"
 #include "api/backend/math/data_movement.h"
 #include "api/backend/math/dropout.h"
 #include "api/backend/math/elementwise.h"
@@ -47,6 +48,23 @@ void CudaBackend::sub(const float* a, const float* b, float* y, Index n) {
 
 void CudaBackend::mul(const float* a, const float* b, float* y, Index n) {
   for_each(n, math::Mul{a, b, y}, stream(), "mul");
+}
+
+void CudaBackend::broadcast_binary(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s) {
+  Index n = 1;
+  for (int k = 0; k < s.rank; ++k) n *= s.dims[k];
+  for_each(n, math::BroadcastBinary{op, a, b, y, s}, stream(), "broadcast_binary");
+}
+
+void CudaBackend::unary(UnaryOp op, const float* x, float* y, Index n) {
+  for_each(n, math::Unary{op, x, y}, stream(), "unary");
+}
+
+void CudaBackend::broadcast_reduce(const float* dy, float* dx, const Broadcast& s) {
+  Index n = 1;
+  for (int k = 0; k < s.rank; ++k)
+    if (s.a[k] != 0) n *= s.dims[k];
+  for_each(n, math::BroadcastReduce{dy, dx, s}, stream(), "broadcast_reduce");
 }
 
 void CudaBackend::axpby(float alpha, const float* x, float beta, float* y, Index n) {

@@ -3,6 +3,9 @@
 // per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
 // for_each (cuda/launch.cuh). Each writes only element i of its output (add_bias: the element at flat index i),
 // so an output may alias an input.
+#include <cmath>
+
+#include "api/backend/backend.h"
 #include "api/backend/math/hd.h"
 #include "api/core/shape.h"
 
@@ -30,6 +33,28 @@ struct Mul {
   const float *a, *b;
   float* y;
   TOWER_HD void operator()(Index i) const { y[i] = a[i] * b[i]; }
+};
+
+TOWER_HD float unary_op(UnaryOp op, float v) {
+  switch (op) {
+    case UnaryOp::negative: return -v;
+    case UnaryOp::abs: return fabsf(v);
+    case UnaryOp::sign: return v > 0.f ? 1.f : v < 0.f ? -1.f : v;  // 0 keeps its sign bit, NaN stays NaN
+    case UnaryOp::exp: return expf(v);
+    case UnaryOp::log: return logf(v);
+    case UnaryOp::sqrt: return sqrtf(v);
+    case UnaryOp::square: return v * v;
+    case UnaryOp::reciprocal: return 1.f / v;
+  }
+  return v;
+}
+
+// Backend::unary: y[i] = op(x[i]).
+struct Unary {
+  UnaryOp op;
+  const float* x;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = unary_op(op, x[i]); }
 };
 
 // axpby with beta == 0: y is written without being read, so garbage (NaN) in y does not leak into the result.
