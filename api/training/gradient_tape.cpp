@@ -7,13 +7,14 @@
 #include "api/backend/backend.h"
 #include "api/losses/device_doubles.h"
 #include "api/models/model.h"
+#include "api/ops/recorder.h"
 #include "api/training/training_loop.h"
 
 namespace tower {
 
 namespace {
 
-enum class Op { model, add, subtract, multiply, scale, square, sum, l2_loss, loss };
+enum class Op { model, add, subtract, multiply, scale, square, sum, l2_loss, loss, recorded };
 
 std::string where(const char* op) { return std::string("GradientTape.") + op + "(): "; }
 
@@ -75,6 +76,8 @@ struct GradientTape::Node {
   losses::LossPtr loss;
   Tensor y_true, scale;  // scale: the weight of each per-example value in the result
   LossReduction reduction = LossReduction::sum_over_batch_size;
+  // An op of tower::ops (Op::recorded): its inputs' gradients from its output's.
+  std::function<std::vector<Tensor>(const Tensor&)> backward;
 };
 
 struct GradientTape::ModelCall : Node {
@@ -104,7 +107,8 @@ struct GradientTape::Grads {
   }
 };
 
-GradientTape::GradientTape(bool persistent) : persistent_(persistent) {}
+GradientTape::GradientTape(bool persistent)
+    : persistent_(persistent), scope_(std::make_unique<ops::RecordingScope>(*this)) {}
 GradientTape::~GradientTape() = default;
 
 void GradientTape::check_recording(const char* op) const {
@@ -146,6 +150,32 @@ const Tensor& GradientTape::watch(const VariablePtr& variable) {
     it = variable_values_.emplace(variable.get(), add_value(variable->value, -1, variable)).first;
   }
   return values_[static_cast<std::size_t>(it->second)].tensor;
+}
+
+const Tensor& GradientTape::watch(const Tensor& tensor) {
+  require_float32("watch", tensor, "the tensor");
+  const int v = value_of(tensor);
+  return values_[static_cast<std::size_t>(v >= 0 ? v : add_value(tensor, -1))].tensor;
+}
+
+// An op of tower::ops run while this tape is open: recorded when an input is one of the tape's values (else its
+// output is a constant, as TensorFlow's tape ignores ops on unwatched tensors).
+void GradientTape::record(const ops::Record& r) {
+  if (gradient_done_ && !persistent_) return;
+  std::vector<int> ids;
+  bool any = false;
+  for (const Tensor& t : r.inputs) {
+    ids.push_back(value_of(t));
+    any = any || ids.back() >= 0;
+  }
+  if (!any) return;
+  auto node = std::make_unique<Node>();
+  node->op = Op::recorded;
+  node->inputs = std::move(ids);
+  node->operands = r.inputs;
+  node->backward = r.backward;
+  node->output = add_value(r.output, static_cast<int>(nodes_.size()));
+  record(std::move(node));
 }
 
 // ---- model calls ----
@@ -423,6 +453,12 @@ void GradientTape::backward_node(const Node& node, Grads& grads) {
   if (!g.defined()) return;
   const bool one = grads.one[out];
   if (node.op == Op::loss) return backward_loss(node, g, grads);
+  if (node.op == Op::recorded) {
+    const std::vector<Tensor> inputs = node.backward(g);
+    for (std::size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i)
+      if (inputs[i].defined()) grads.add(node.inputs[i], inputs[i]);
+    return;
+  }
   const Tensor& a = node.operands[0];
   // g over an operand of shape `like`: summed when the operand was broadcast.
   const auto fit = [&](const Tensor& t, const Tensor& like) { return like.shape() == t.shape() ? t : sum_of(t); };
@@ -451,8 +487,7 @@ void GradientTape::backward_node(const Node& node, Grads& grads) {
   }
 }
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<VariablePtr>& variables,
-                                           UnconnectedGradients unconnected) {
+std::vector<const GradientTape::ModelCall*> GradientTape::backward_from(const Tensor& target, Grads& grads) {
   if (gradient_done_ && !persistent_)
     throw std::logic_error(
         "GradientTape.gradient(): called a second time on a non-persistent tape; make it with "
@@ -465,11 +500,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   if (target.numel() != 1)
     throw std::invalid_argument("GradientTape.gradient(): the target has shape " + target.shape().to_string() +
                                 "; it must be a scalar (one element), e.g. a loss reduced with sum or mean");
-  for (const VariablePtr& v : variables)
-    if (!v) throw std::invalid_argument("GradientTape.gradient(): a null variable");
   gradient_done_ = true;
+  const ops::PauseRecording pause;  // the backward functions run ops; they are not part of the recording
 
-  Grads grads;
   grads.g.resize(values_.size());
   grads.one.assign(values_.size(), false);
   grads.add(t, Tensor::full(Shape{1}, 1.f, target.device()).reshape(target.shape()), true);
@@ -496,6 +529,49 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       backward_node(node, grads);
     }
   }
+  return ran;
+}
+
+void GradientTape::release() {
+  if (persistent_) return;
+  values_.clear();
+  nodes_.clear();
+  by_address_.clear();
+  variable_values_.clear();
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected) {
+  std::vector<int> ids;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const int v = value_of(sources[i]);
+    if (v < 0 || values_[static_cast<std::size_t>(v)].producer >= 0 || values_[static_cast<std::size_t>(v)].variable)
+      throw std::invalid_argument("GradientTape.gradient(): source " + std::to_string(i) + " (shape " +
+                                  (sources[i].defined() ? sources[i].shape().to_string() : std::string("undefined")) +
+                                  ") is not a tensor this tape watches: watch() it before computing with it (for "
+                                  "a variable or a model's weights, pass the variables)");
+    ids.push_back(v);
+  }
+  Grads grads;
+  backward_from(target, grads);
+  std::vector<Tensor> result;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    Tensor g = grads.g[static_cast<std::size_t>(ids[i])];
+    if (g.defined() && !persistent_ && grads.one[static_cast<std::size_t>(ids[i])]) g = g.clone();
+    if (!g.defined() && unconnected == UnconnectedGradients::zero)
+      g = Tensor::zeros(sources[i].shape(), DType::float32, sources[i].device());
+    result.push_back(g);
+  }
+  release();
+  return result;
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<VariablePtr>& variables,
+                                           UnconnectedGradients unconnected) {
+  for (const VariablePtr& v : variables)
+    if (!v) throw std::invalid_argument("GradientTape.gradient(): a null variable");
+  Grads grads;
+  const std::vector<const ModelCall*> ran = backward_from(target, grads);
 
   std::vector<Tensor> result;
   result.reserve(variables.size());
@@ -521,12 +597,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       g = Tensor::zeros(v->value.shape(), DType::float32, v->value.device());
     result.push_back(g);
   }
-  if (!persistent_) {
-    values_.clear();
-    nodes_.clear();
-    by_address_.clear();
-    variable_values_.clear();
-  }
+  release();
   return result;
 }
 

@@ -10,6 +10,15 @@
 //   std::vector<Tensor> grads = tape.gradient(loss, model.trainable_weights());
 //   model.optimizer()->apply_gradients(optimizers::zip(grads, model.trainable_weights()));
 //
+// The ops of tower::ops (api/ops/ops.h) run on this thread while the tape lives are recorded too, as TensorFlow's
+// tape records what runs inside its `with` block: with broadcasting, on any tensors, and differentiable with
+// respect to tensors given to watch(Tensor) as well as variables:
+//
+//   GradientTape tape;
+//   tape.watch(image);
+//   Tensor score = ops::sum(ops::square(ops::matmul(image, w)));
+//   Tensor saliency = tape.gradient(score, std::vector<Tensor>{image})[0];
+//
 // Model calls run the model's static Plan for the batch size (Model::plan_for(n, true), the plan fit trains
 // with), so the forward and backward of a custom step are fit's own; gradient() writes the plan's output_grad
 // and runs plan.backward(), handing a softmax output's gradient to a cross-entropy loss as the gradient of the
@@ -45,6 +54,7 @@
 #include "api/engine/layer.h"
 #include "api/engine/plan.h"
 #include "api/losses/loss.h"
+#include "api/ops/recorder.h"
 
 namespace tower {
 
@@ -66,11 +76,11 @@ struct TapeLossOptions {
   Index global_batch_size = 0;
 };
 
-class GradientTape {
+class GradientTape final : public ops::Recorder {
  public:
   // persistent: gradient() may be called more than once (every gradient is then a fresh tensor).
   explicit GradientTape(bool persistent = false);
-  ~GradientTape();
+  ~GradientTape() override;
   GradientTape(const GradientTape&) = delete;
   GradientTape& operator=(const GradientTape&) = delete;
 
@@ -89,6 +99,8 @@ class GradientTape {
 
   // Marks `variable` as a source: its value, used as an operand, receives gradients. Returns the value.
   const Tensor& watch(const VariablePtr& variable);
+  // Marks a tensor as a source (an input of a computation in tower::ops: a saliency map's image). Returns it.
+  const Tensor& watch(const Tensor& tensor);
 
   // Element-wise ops (same shapes, or one operand of one element, broadcast).
   Tensor add(const Tensor& a, const Tensor& b);
@@ -113,6 +125,12 @@ class GradientTape {
   // d target / d variables (see above). Throws std::logic_error when called again on a non-persistent tape.
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<VariablePtr>& variables,
                                UnconnectedGradients unconnected = UnconnectedGradients::none);
+  // d target / d sources, each a tensor watch() was given; one tensor of its shape per source.
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::none);
+
+  // tower::ops run on this thread while the tape lives are recorded here (ops::Recorder).
+  void record(const ops::Record& record) override;
 
  private:
   struct Value;
@@ -129,6 +147,9 @@ class GradientTape {
   void backward_node(const Node& node, Grads& grads);
   void backward_loss(const Node& node, const Tensor& g, Grads& grads);
   void backward_model(const ModelCall& call, Grads& grads);
+  // Seeds the target and runs every node back to it; returns the model calls that ran backward.
+  std::vector<const ModelCall*> backward_from(const Tensor& target, Grads& grads);
+  void release();  // a non-persistent tape's recording, after its gradient
 
   bool persistent_;
   bool gradient_done_ = false;
@@ -137,6 +158,7 @@ class GradientTape {
   std::map<const void*, int> by_address_;  // tensor memory -> value id
   std::map<const Variable*, int> variable_values_;
   std::vector<Plan*> called_plans_;
+  std::unique_ptr<ops::RecordingScope> scope_;  // last: closed first
 };
 
 }  // namespace tower

@@ -2,6 +2,7 @@
 // schedule, loss, metric, callback and application the registries know.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -32,7 +33,11 @@ TEST(ExperimentDocs, NameEveryRegisteredObject) {
     names.insert(names.end(), list.begin(), list.end());
   EXPECT_EQ(optimizers::optimizer_types().size(), 8u);
   EXPECT_EQ(optimizers::schedules::schedule_types().size(), 6u);
-  for (const std::string& n : names) EXPECT_NE(text.find(n), std::string::npos) << n << " is not in docs/experiments.md";
+  // Registered by this test program itself, as a user's program registers its own layers.
+  const std::vector<std::string> test_layers = {"SqueezeExcite", "GatedDense"};  // tests/layers/custom_layer_test.cpp
+  for (const std::string& n : names)
+    if (std::find(test_layers.begin(), test_layers.end(), n) == test_layers.end())
+      EXPECT_NE(text.find(n), std::string::npos) << n << " is not in docs/experiments.md";
 }
 
 }  // namespace

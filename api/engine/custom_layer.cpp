@@ -1,0 +1,101 @@
+#include "api/engine/custom_layer.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "api/ops/recorder.h"
+
+namespace tower {
+
+namespace {
+
+// The recording of the last forward, which backward differentiates.
+struct CallState : LayerState {
+  ops::Recording recording;
+  std::vector<Tensor> inputs, outputs;
+};
+
+}  // namespace
+
+std::vector<Shape> CustomLayer::compute_output_shape(const std::vector<Shape>& input_shapes) const {
+  auto& self = const_cast<CustomLayer&>(*this);  // call() and build() are the user's, and not const
+  self.ensure_built(input_shapes);
+  const std::vector<VariablePtr> w = weights();
+  const Device device = w.empty() ? Device::cpu() : w.front()->value.device();
+  std::vector<Tensor> zeros;
+  for (const Shape& s : input_shapes) {
+    std::vector<Index> dims = s.dims();
+    for (Index& d : dims)
+      if (d < 0) d = 1;
+    if (!dims.empty()) dims[0] = 1;
+    zeros.push_back(Tensor::zeros(Shape(dims), DType::float32, device));
+  }
+  std::vector<Tensor> out;
+  {
+    const ops::PauseRecording pause;
+    try {
+      out = self.call(zeros, false);
+    } catch (const std::invalid_argument& e) {
+      shape_error(std::string("call() failed on inputs of shapes ") + [&] {
+        std::string s;
+        for (const Shape& x : input_shapes) s += (s.empty() ? "" : ", ") + x.to_string();
+        return s;
+      }() + ": " + e.what());
+    }
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : out) {
+    if (!t.defined() || t.shape().rank() == 0) shape_error("call() must return tensors with a batch axis");
+    std::vector<Index> dims = t.shape().dims();
+    dims[0] = input_shapes.empty() || input_shapes[0].rank() == 0 ? dims[0] : input_shapes[0][0];
+    shapes.emplace_back(dims);
+  }
+  if (shapes.empty()) shape_error("call() returned no tensor");
+  return shapes;
+}
+
+void CustomLayer::forward(const ForwardContext& ctx) {
+  auto& st = ctx.get_state<CallState>();
+  st.recording.clear();
+  st.inputs.assign(ctx.inputs.begin(), ctx.inputs.end());
+  for (const Tensor& x : st.inputs) st.recording.watch(x);
+  for (const VariablePtr& v : trainable_weights()) st.recording.watch(v->value);
+  {
+    const ops::RecordingScope scope(st.recording, /*exclusive=*/true);
+    st.outputs = call(st.inputs, ctx.training);
+  }
+  if (st.outputs.size() != ctx.outputs.size())
+    throw std::logic_error(where() + "call() returned " + std::to_string(st.outputs.size()) + " tensors, " +
+                           std::to_string(ctx.outputs.size()) + " expected");
+  for (std::size_t i = 0; i < st.outputs.size(); ++i) {
+    if (st.outputs[i].shape() != ctx.outputs[i].shape() || st.outputs[i].dtype() != DType::float32)
+      throw std::logic_error(where() + "call() returned output " + std::to_string(i) + " of shape " +
+                             st.outputs[i].shape().to_string() + " where its output shape is " +
+                             ctx.outputs[i].shape().to_string());
+    const Tensor& y = st.outputs[i];
+    Tensor out = ctx.outputs[i];
+    out.copy_from(y.device() == out.device() ? y : y.to(out.device()));
+  }
+}
+
+void CustomLayer::backward(const BackwardContext& ctx) {
+  auto& st = ctx.get_state<CallState>();
+  std::vector<Tensor> seeds(ctx.grad_outputs.begin(), ctx.grad_outputs.end());
+  std::vector<Tensor> sources = st.inputs;
+  const std::vector<VariablePtr> trainable = trainable_weights();
+  if (!ctx.weight_grads.empty())
+    for (const VariablePtr& v : trainable) sources.push_back(v->value);
+  const std::vector<Tensor> g = st.recording.gradients(st.outputs, seeds, sources);
+  const auto write = [](Tensor dst, const Tensor& grad) {
+    if (!dst.defined()) return;
+    if (grad.defined())
+      dst.copy_from(grad);
+    else
+      dst.zero();
+  };
+  for (std::size_t i = 0; i < ctx.grad_inputs.size() && i < st.inputs.size(); ++i) write(ctx.grad_inputs[i], g[i]);
+  for (std::size_t k = 0; k < ctx.weight_grads.size(); ++k) write(ctx.weight_grads[k], g[st.inputs.size() + k]);
+}
+
+}  // namespace tower

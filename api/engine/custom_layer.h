@@ -1,0 +1,50 @@
+#pragma once
+// CustomLayer: a layer written as Keras users write one. Subclass it, create weights in build() with add_weight,
+// and write call() with tower::ops (api/ops/ops.h) on concrete tensors; there is no backward to write: forward runs
+// call() while recording its ops, and backward differentiates that recording. It goes into a model's static plan
+// like any layer (strategies, save and load); get_config and TOWER_REGISTER_LAYER make it load by name.
+//
+//   class SqueezeExcite : public CustomLayer {
+//    public:
+//     explicit SqueezeExcite(Index ratio = 4) : CustomLayer("SqueezeExcite", ""), ratio_(ratio) {}
+//     void build(const std::vector<Shape>& in) override {
+//       const Index c = in[0][-1];
+//       w1_ = add_weight("w1", {c, c / ratio_});
+//       w2_ = add_weight("w2", {c / ratio_, c});
+//     }
+//     std::vector<Tensor> call(const std::vector<Tensor>& x, bool) override {
+//       Tensor s = ops::mean(x[0], {1, 2});                              // [N, C]
+//       s = ops::sigmoid(ops::matmul(ops::relu(ops::matmul(s, w1_->value)), w2_->value));
+//       return {x[0] * ops::reshape(s, {s.shape()[0], 1, 1, s.shape()[1]})};
+//     }
+//     Config get_config() const override { ... }
+//    private:
+//     Index ratio_;
+//     VariablePtr w1_, w2_;
+//   };
+//
+// Output shapes come from running call() once on zeros with a batch of 1 (unknown sizes taken as 1), unrecorded.
+// A call() that returns other shapes on real data than it did then, or fails, throws naming the layer. The ops
+// allocate their results, so a step with such a layer is not captured as a CUDA graph (fit runs it op by op).
+#include <vector>
+
+#include "api/core/tensor.h"
+#include "api/engine/layer.h"
+
+namespace tower {
+
+class CustomLayer : public Layer {
+ public:
+  using Layer::Layer;
+
+  // The layer's computation: one tensor per input ([N, ...], float32, on the model's device), one per output.
+  virtual std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) = 0;
+
+  // Builds the layer (its weights) if it is not built, then runs call() on zeros of these shapes (batch 1).
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
+  void forward(const ForwardContext& ctx) final;
+  void backward(const BackwardContext& ctx) final;
+  int num_inputs() const override { return -1; }
+};
+
+}  // namespace tower

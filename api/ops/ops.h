@@ -1,0 +1,80 @@
+#pragma once
+// tower::ops: differentiable operations on tensors, with keras.ops' names and NumPy's broadcasting. Each runs at
+// once on its operands' device (backend ops: nothing reads values back to the host) and returns a new float32
+// tensor; while a GradientTape is open on the thread, each is recorded and differentiated by tape.gradient (one
+// backward per op, written with ops). Operators: `a + b`, `a - b`, `a * b`, `a / b`, `-a`, and either operand a
+// float (a tensor of rank 0 on the other's device).
+//
+//   GradientTape tape;
+//   tape.watch(w);
+//   Tensor loss = ops::mean(ops::square(ops::matmul(x, w) - y));
+//   Tensor dw = tape.gradient(loss, {w})[0];
+//
+// Errors name the op and the shapes (std::invalid_argument): shapes that do not broadcast, operands on two devices
+// or not float32, an axis out of range, matmul's inner sizes.
+#include <vector>
+
+#include "api/core/tensor.h"
+
+namespace tower::ops {
+
+// A tensor of rank 0 holding `value`, on `device`.
+Tensor scalar(float value, Device device = Device::cpu());
+
+// ---- element-wise, broadcasting: the result has broadcast(a.shape, b.shape) -------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor subtract(const Tensor& a, const Tensor& b);
+Tensor multiply(const Tensor& a, const Tensor& b);
+Tensor divide(const Tensor& a, const Tensor& b);
+// The gradient of a tie goes to a (TensorFlow's rule).
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// 1 where a == b, else 0; not differentiable (no gradient flows through it).
+Tensor equal(const Tensor& a, const Tensor& b);
+
+// ---- element-wise, one operand ---------------------------------------------------------------------------------
+Tensor negative(const Tensor& x);
+Tensor abs(const Tensor& x);   // the gradient at 0 is 0
+Tensor sign(const Tensor& x);  // not differentiable
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);  // the gradient at 0 is 0
+
+// ---- shapes and reductions -------------------------------------------------------------------------------------
+// The sum (mean) over `axes` (negative counting from the end; none: every axis), keeping them as size 1 with
+// keepdims. Over every axis without keepdims the result has rank 0.
+Tensor sum(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+Tensor mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// x stretched to `shape` by NumPy's rules.
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// x's elements in `shape` (the same count; one -1 is inferred).
+Tensor reshape(const Tensor& x, Shape shape);
+// [m, k] x [k, n] -> [m, n].
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x, through which no gradient flows.
+Tensor stop_gradient(const Tensor& x);
+
+}  // namespace tower::ops
+
+namespace tower {
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator/(const Tensor& a, float b);
+Tensor operator+(float a, const Tensor& b);
+Tensor operator-(float a, const Tensor& b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator/(float a, const Tensor& b);
+
+}  // namespace tower

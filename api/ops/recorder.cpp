@@ -1,0 +1,102 @@
+#include "api/ops/recorder.h"
+
+#include <algorithm>
+
+#include "api/ops/ops.h"
+
+namespace tower::ops {
+
+namespace {
+struct Open {
+  Recorder* recorder;
+  bool exclusive;
+};
+thread_local std::vector<Open> open_recorders;
+thread_local int pauses = 0;
+}  // namespace
+
+bool recording() { return pauses == 0 && !open_recorders.empty(); }
+
+void record(Record r) {
+  if (!recording()) return;
+  // The recorders from the innermost exclusive one on; a copy, should a recorder open another while recording.
+  const std::vector<Open> open = open_recorders;
+  std::size_t first = open.size();
+  while (first > 0 && !open[first - 1].exclusive) --first;
+  if (first > 0) --first;
+  for (std::size_t i = first; i < open.size(); ++i) open[i].recorder->record(r);
+}
+
+RecordingScope::RecordingScope(Recorder& recorder, bool exclusive) : recorder_(&recorder), exclusive_(exclusive) {
+  open_recorders.push_back({recorder_, exclusive_});
+}
+
+RecordingScope::~RecordingScope() {
+  const auto it = std::find_if(open_recorders.rbegin(), open_recorders.rend(),
+                               [&](const Open& o) { return o.recorder == recorder_ && o.exclusive == exclusive_; });
+  if (it != open_recorders.rend()) open_recorders.erase(std::next(it).base());
+}
+
+PauseRecording::PauseRecording() { ++pauses; }
+PauseRecording::~PauseRecording() { --pauses; }
+
+int Recording::value_of(const Tensor& t) const {
+  if (!t.defined()) return -1;
+  for (auto it = by_address_.rbegin(); it != by_address_.rend(); ++it)
+    if (it->first == t.raw_data()) return values_[static_cast<std::size_t>(it->second)].shape() == t.shape() ? it->second : -1;
+  return -1;
+}
+
+int Recording::add_value(const Tensor& t) {
+  const int id = static_cast<int>(values_.size());
+  values_.push_back(t);
+  by_address_.emplace_back(t.raw_data(), id);
+  return id;
+}
+
+void Recording::watch(const Tensor& tensor) {
+  if (value_of(tensor) < 0) add_value(tensor);
+}
+
+void Recording::record(const Record& r) {
+  std::vector<int> ids;
+  bool any = false;
+  for (const Tensor& t : r.inputs) {
+    ids.push_back(value_of(t));
+    any = any || ids.back() >= 0;
+  }
+  if (!any) return;
+  nodes_.push_back(Node{std::move(ids), add_value(r.output), r.backward});
+}
+
+std::vector<Tensor> Recording::gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+                                         const std::vector<Tensor>& sources) const {
+  const PauseRecording pause;
+  std::vector<Tensor> g(values_.size());
+  const auto accumulate = [&](int v, const Tensor& contribution) {
+    if (v < 0 || !contribution.defined()) return;
+    Tensor& slot = g[static_cast<std::size_t>(v)];
+    slot = slot.defined() ? add(slot, contribution) : contribution;
+  };
+  for (std::size_t i = 0; i < outputs.size() && i < seeds.size(); ++i) accumulate(value_of(outputs[i]), seeds[i]);
+  for (auto n = nodes_.rbegin(); n != nodes_.rend(); ++n) {
+    const Tensor& go = g[static_cast<std::size_t>(n->output)];
+    if (!go.defined()) continue;
+    const std::vector<Tensor> gi = n->backward(go);
+    for (std::size_t k = 0; k < gi.size() && k < n->inputs.size(); ++k) accumulate(n->inputs[k], gi[k]);
+  }
+  std::vector<Tensor> result;
+  for (const Tensor& s : sources) {
+    const int v = value_of(s);
+    result.push_back(v >= 0 ? g[static_cast<std::size_t>(v)] : Tensor());
+  }
+  return result;
+}
+
+void Recording::clear() {
+  values_.clear();
+  nodes_.clear();
+  by_address_.clear();
+}
+
+}  // namespace tower::ops
