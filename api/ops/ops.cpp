@@ -208,6 +208,18 @@ Tensor reciprocal(const Tensor& x) {
 }
 
 Tensor tanh(const Tensor& x) { return activation(ActivationKind::tanh, "tanh", x); }
+Tensor gelu(const Tensor& x, bool approximate) {
+  return activation(approximate ? ActivationKind::gelu_tanh : ActivationKind::gelu, "gelu", x);
+}
+Tensor silu(const Tensor& x) { return activation(ActivationKind::swish, "silu", x); }
+Tensor softplus(const Tensor& x) { return activation(ActivationKind::softplus, "softplus", x); }
+
+Tensor clip(const Tensor& x, float lo, float hi) {
+  if (!(lo <= hi))
+    throw std::invalid_argument("ops.clip: the bounds " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                " are not in order");
+  return minimum(maximum(x, scalar(lo, x.device())), scalar(hi, x.device()));
+}
 Tensor sigmoid(const Tensor& x) { return activation(ActivationKind::sigmoid, "sigmoid", x); }
 Tensor relu(const Tensor& x) { return activation(ActivationKind::relu, "relu", x); }
 
@@ -249,6 +261,99 @@ Tensor mean(const Tensor& x, std::vector<int> axes, bool keepdims) {
   Index count = 1;
   for (int k : normalized_axes("mean", x.shape(), axes)) count *= x.shape().dims()[static_cast<std::size_t>(k)];
   return divide(sum(x, std::move(axes), keepdims), scalar(static_cast<float>(count), x.device()));
+}
+
+Tensor var(const Tensor& x, std::vector<int> axes, bool keepdims) {
+  const Tensor centered = subtract(x, mean(x, axes, true));
+  return mean(square(centered), std::move(axes), keepdims);
+}
+
+Tensor std(const Tensor& x, std::vector<int> axes, bool keepdims) { return sqrt(var(x, std::move(axes), keepdims)); }
+
+Tensor softmax(const Tensor& x, int axis) {
+  require_float("softmax", x, "the operand");
+  const int k = normalized_axes("softmax", x.shape(), {axis}).front();
+  Index outer = 1, inner = 1;
+  for (int d = 0; d < k; ++d) outer *= x.shape().dims()[static_cast<std::size_t>(d)];
+  for (int d = k + 1; d < x.shape().rank(); ++d) inner *= x.shape().dims()[static_cast<std::size_t>(d)];
+  const Index n = x.shape().dims()[static_cast<std::size_t>(k)];
+  Tensor y(x.shape(), DType::float32, x.device());
+  if (y.numel() > 0) be(x).softmax_forward(x.data<float>(), y.data<float>(), outer, n, inner);
+  return recorded("softmax", {x}, y, [y, outer, n, inner](const Tensor& g) {
+    Tensor dx(y.shape(), DType::float32, y.device());
+    if (dx.numel() > 0)
+      be(y).softmax_backward(y.data<float>(), g.data<float>(), dx.data<float>(), outer, n, inner);
+    return std::vector<Tensor>{dx};
+  });
+}
+
+Tensor transpose(const Tensor& x, std::vector<int> perm) {
+  require_float("transpose", x, "the operand");
+  const int rank = x.shape().rank();
+  if (perm.empty())
+    for (int k = rank - 1; k >= 0; --k) perm.push_back(k);
+  std::vector<int> sorted = normalized_axes("transpose", x.shape(), perm);
+  if (static_cast<int>(perm.size()) != rank || static_cast<int>(sorted.size()) != rank)
+    throw std::invalid_argument("ops.transpose: the axes must name each of the " + std::to_string(rank) +
+                                " axes of shape " + x.shape().to_string() + " once");
+  std::vector<Index> dims;
+  std::vector<int> inverse(static_cast<std::size_t>(rank));
+  for (int k = 0; k < rank; ++k) {
+    int& p = perm[static_cast<std::size_t>(k)];
+    if (p < 0) p += rank;
+    dims.push_back(x.shape().dims()[static_cast<std::size_t>(p)]);
+    inverse[static_cast<std::size_t>(p)] = k;
+  }
+  Tensor y{Shape(dims), DType::float32, x.device()};
+  if (y.numel() > 0) be(x).transpose(x.data<float>(), y.data<float>(), x.shape(), perm);
+  return recorded("transpose", {x}, y,
+                  [inverse](const Tensor& g) { return std::vector<Tensor>{transpose(g, inverse)}; });
+}
+
+Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
+  if (xs.empty()) throw std::invalid_argument("ops.concatenate: no tensors");
+  for (const Tensor& x : xs) {
+    require_float("concatenate", x, "each tensor");
+    require_same_device("concatenate", xs.front(), x);
+  }
+  const Shape& first = xs.front().shape();
+  const int k = normalized_axes("concatenate", first, {axis}).front();
+  std::vector<Index> dims = first.dims();
+  dims[static_cast<std::size_t>(k)] = 0;
+  for (const Tensor& x : xs) {
+    bool fits = x.shape().rank() == first.rank();
+    for (int d = 0; fits && d < first.rank(); ++d)
+      fits = d == k || x.shape().dims()[static_cast<std::size_t>(d)] == first.dims()[static_cast<std::size_t>(d)];
+    if (!fits)
+      throw std::invalid_argument("ops.concatenate: shapes " + first.to_string() + " and " + x.shape().to_string() +
+                                  " differ off axis " + std::to_string(axis));
+    dims[static_cast<std::size_t>(k)] += x.shape().dims()[static_cast<std::size_t>(k)];
+  }
+  Index outer = 1, inner = 1;
+  for (int d = 0; d < k; ++d) outer *= first.dims()[static_cast<std::size_t>(d)];
+  for (int d = k + 1; d < first.rank(); ++d) inner *= first.dims()[static_cast<std::size_t>(d)];
+  const Index total = dims[static_cast<std::size_t>(k)] * inner;
+  Tensor y(Shape(dims), DType::float32, xs.front().device());
+  std::vector<Index> offsets;
+  Index offset = 0;
+  for (const Tensor& x : xs) {
+    const Index width = x.shape().dims()[static_cast<std::size_t>(k)] * inner;
+    offsets.push_back(offset);
+    if (x.numel() > 0) be(x).copy_strided(x.data<float>(), width, y.data<float>(), total, offset, outer);
+    offset += width;
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& x : xs) shapes.push_back(x.shape());
+  return recorded("concatenate", xs, y, [shapes, offsets, outer, inner, total, k](const Tensor& g) {
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      Tensor dx(shapes[i], DType::float32, g.device());
+      const Index width = shapes[i].dims()[static_cast<std::size_t>(k)] * inner;
+      if (dx.numel() > 0) be(g).copy_strided_back(g.data<float>(), total, offsets[i], dx.data<float>(), width, outer);
+      out.push_back(dx);
+    }
+    return out;
+  });
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {

@@ -44,12 +44,26 @@ Tensor reciprocal(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);  // the gradient at 0 is 0
+Tensor gelu(const Tensor& x, bool approximate = false);  // approximate: the tanh form
+Tensor silu(const Tensor& x);                            // x * sigmoid(x), Keras' swish
+Tensor softplus(const Tensor& x);
+// lo where x < lo, hi where x > hi, else x; the gradient flows where lo <= x <= hi.
+Tensor clip(const Tensor& x, float lo, float hi);
 
 // ---- shapes and reductions -------------------------------------------------------------------------------------
 // The sum (mean) over `axes` (negative counting from the end; none: every axis), keeping them as size 1 with
 // keepdims. Over every axis without keepdims the result has rank 0.
 Tensor sum(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// The variance (biased, as keras.ops.var) and standard deviation over `axes`.
+Tensor var(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+Tensor std(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// softmax over `axis`.
+Tensor softmax(const Tensor& x, int axis = -1);
+// x's axes in the order `perm` (none: reversed), as numpy.transpose.
+Tensor transpose(const Tensor& x, std::vector<int> perm = {});
+// The tensors joined along `axis`; their other axes must agree.
+Tensor concatenate(const std::vector<Tensor>& xs, int axis = -1);
 // x stretched to `shape` by NumPy's rules.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 // x's elements in `shape` (the same count; one -1 is inferred).

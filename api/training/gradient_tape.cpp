@@ -483,7 +483,8 @@ void GradientTape::backward_node(const Node& node, Grads& grads) {
     case Op::sum: grads.add(node.inputs[0], scaled(broadcast(g, a.shape()), node.factor)); break;
     case Op::l2_loss: grads.add(node.inputs[0], one ? a.clone() : product(a, broadcast(g, a.shape()))); break;
     case Op::model:
-    case Op::loss: break;
+    case Op::loss:
+    case Op::recorded: break;  // handled above
   }
 }
 

@@ -203,5 +203,26 @@ TEST(CustomLayer, ACallThatFailsOnItsShapesNamesTheLayer) {
   }
 }
 
+// A Lambda of ops trains as the same function written as layers, and refuses to be saved, naming itself.
+TEST(CustomLayer, ALambdaOfOpsTrainsAndRefusesAConfig) {
+  const Tensor x = testing::random_tensor({16, 6}, 4);
+  auto in_a = Input({6});
+  auto dense_a = layers::Dense({.units = 4})(in_a);
+  auto half_tanh = layers::Lambda([](const Tensor& t) { return ops::tanh(t) * 0.5f; }, "half_tanh")(dense_a);
+  Model custom({in_a}, {layers::Dense({.units = 3, .activation = "softmax"})(half_tanh)});
+  auto in_b = Input({6});
+  auto dense_b = layers::Dense({.units = 4, .activation = "tanh"})(in_b);
+  auto halved = layers::Rescaling({.scale = 0.5})(dense_b);
+  Model built_in({in_b}, {layers::Dense({.units = 3, .activation = "softmax"})(halved)});
+  built_in.set_weights(custom.get_weights());
+  expect_same_training(custom, built_in, x, labels(16));
+  try {
+    custom->serialize();
+    FAIL() << "expected std::logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'half_tanh' (Lambda)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tower

@@ -146,6 +146,24 @@ std::vector<Case> cases() {
       {"tanh", 1, [](const V& x) { return ops::tanh(x[0]); }},
       {"sigmoid", 1, [](const V& x) { return ops::sigmoid(x[0]); }},
       {"relu", 1, [](const V& x) { return ops::relu(x[0]); }, Values::off_zero},
+      {"gelu", 1, [](const V& x) { return ops::gelu(x[0]); }},
+      {"gelu, the tanh form", 1, [](const V& x) { return ops::gelu(x[0], true); }},
+      {"silu", 1, [](const V& x) { return ops::silu(x[0]); }},
+      {"softplus", 1, [](const V& x) { return ops::softplus(x[0]); }},
+      {"clip", 1, [](const V& x) { return ops::clip(x[0], -0.55f, 0.45f); }, Values::grid},
+      {"var and std", 1, [](const V& x) {
+         return x[0].numel() > 1 ? ops::var(x[0]) + ops::std(x[0]) : ops::square(x[0]);  // std'(0) is infinite
+       }},
+      {"softmax over the last axis", 1,
+       [](const V& x) { return x[0].shape().rank() ? ops::softmax(x[0]) : ops::exp(x[0]); }},
+      {"transpose", 1, [](const V& x) {  // rank 3: an order that is not its own inverse
+         const std::vector<int> perm = x[0].shape().rank() == 3 ? std::vector<int>{1, 2, 0} : std::vector<int>{};
+         return ops::transpose(ops::exp(x[0]), perm) * ops::transpose(x[0], perm);
+       }},
+      {"concatenate", 2, [](const V& x) {
+         const Tensor a = ops::reshape(x[0], Shape{x[0].numel(), 1}), b = ops::reshape(x[1], Shape{x[1].numel(), 1});
+         return ops::concatenate({ops::concatenate({a, ops::square(a)}, 1), ops::tanh(ops::concatenate({b, b}, 1))}, 0);
+       }},
       {"sum over every axis", 1, [](const V& x) { return ops::sum(x[0]); }},
       {"sum over the last axis, kept", 1,
        [](const V& x) { return x[0].shape().rank() ? ops::sum(x[0], {-1}, true) : ops::sum(x[0]); }},
@@ -171,7 +189,7 @@ std::vector<Case> cases() {
 }
 
 TEST(OpsGradients, EveryOpMatchesCentralDifferencesAtRandomBroadcastShapes) {
-  for (const Case& c : cases()) EXPECT_EQ(check(c, 9, true), 0) << c.name;
+  for (const Case& c : cases()) EXPECT_EQ(check(c, 12, true), 0) << c.name;
 }
 
 // The same checker on an op whose recorded backward is wrong (square's, with 3x in place of 2x) reports it.

@@ -52,6 +52,22 @@ TEST(Ops, ReductionsOverAxesWithAndWithoutKeepdims) {
             (std::vector<float>{1, 1, 2, 2}));
 }
 
+TEST(Ops, ShapesOfTheReshapingOps) {
+  const Tensor a = floats({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  EXPECT_EQ(ops::transpose(a).to_vector(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(ops::concatenate({a, a}, 0).shape(), (Shape{4, 3}));
+  EXPECT_EQ(ops::concatenate({a, ops::sum(a, {1}, true)}, -1).to_vector(),
+            (std::vector<float>{1, 2, 3, 6, 4, 5, 6, 15}));
+  EXPECT_EQ(ops::clip(a, 2.f, 4.5f).to_vector(), (std::vector<float>{2, 2, 3, 4, 4.5, 4.5}));
+  EXPECT_NEAR(ops::var(a).to_vector()[0], 35.0 / 12.0, 1e-6);
+  const std::vector<float> p = ops::softmax(a).to_vector();
+  EXPECT_NEAR(p[0] + p[1] + p[2], 1.0, 1e-6);
+  std::string msg = message_of([&] { ops::concatenate({a, floats({1, 2}, Shape{2})}, 0); });
+  EXPECT_NE(msg.find("ops.concatenate: shapes (2, 3) and (2,)"), std::string::npos) << msg;
+  msg = message_of([&] { ops::transpose(a, {0, 0}); });
+  EXPECT_NE(msg.find("ops.transpose"), std::string::npos) << msg;
+}
+
 TEST(Ops, ErrorsNameTheOpAndTheShapes) {
   const Tensor a = Tensor::zeros(Shape{2, 3}), b = Tensor::zeros(Shape{4});
   std::string msg = message_of([&] { ops::multiply(a, b); });
