@@ -1,26 +1,42 @@
 #include "api/ops/recorder.h"
 
 #include <algorithm>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
 
 #include "api/ops/ops.h"
 
 namespace tower::ops {
 
 namespace {
+
 struct Open {
   Recorder* recorder;
   bool exclusive;
+  const RecordingScope* scope;
 };
-thread_local std::vector<Open> open_recorders;
+
+// The recorders open on each thread. A scope may close on another thread than the one it opened on (a tape deleted
+// elsewhere), so the lists live in one map under a lock rather than in thread-locals another thread cannot reach.
+std::mutex open_mutex;
+std::unordered_map<std::thread::id, std::vector<Open>> open_recorders;
 thread_local int pauses = 0;
+
+std::vector<Open> open_here() {
+  const std::lock_guard<std::mutex> lock(open_mutex);
+  const auto it = open_recorders.find(std::this_thread::get_id());
+  return it == open_recorders.end() ? std::vector<Open>{} : it->second;
+}
+
 }  // namespace
 
-bool recording() { return pauses == 0 && !open_recorders.empty(); }
+bool recording() { return pauses == 0 && !open_here().empty(); }
 
 void record(Record r) {
-  if (!recording()) return;
-  // The recorders from the innermost exclusive one on; a copy, should a recorder open another while recording.
-  const std::vector<Open> open = open_recorders;
+  if (pauses > 0) return;
+  // The recorders from the innermost exclusive one on.
+  const std::vector<Open> open = open_here();
   std::size_t first = open.size();
   while (first > 0 && !open[first - 1].exclusive) --first;
   if (first > 0) --first;
@@ -28,13 +44,20 @@ void record(Record r) {
 }
 
 RecordingScope::RecordingScope(Recorder& recorder, bool exclusive) : recorder_(&recorder), exclusive_(exclusive) {
-  open_recorders.push_back({recorder_, exclusive_});
+  const std::lock_guard<std::mutex> lock(open_mutex);
+  open_recorders[std::this_thread::get_id()].push_back({recorder_, exclusive_, this});
 }
 
 RecordingScope::~RecordingScope() {
-  const auto it = std::find_if(open_recorders.rbegin(), open_recorders.rend(),
-                               [&](const Open& o) { return o.recorder == recorder_ && o.exclusive == exclusive_; });
-  if (it != open_recorders.rend()) open_recorders.erase(std::next(it).base());
+  const std::lock_guard<std::mutex> lock(open_mutex);
+  for (auto thread = open_recorders.begin(); thread != open_recorders.end(); ++thread) {
+    std::vector<Open>& list = thread->second;
+    const auto it = std::find_if(list.begin(), list.end(), [&](const Open& o) { return o.scope == this; });
+    if (it == list.end()) continue;
+    list.erase(it);
+    if (list.empty()) open_recorders.erase(thread);
+    return;
+  }
 }
 
 PauseRecording::PauseRecording() { ++pauses; }

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/ops/ops.h"
+#include "api/ops/recorder.h"
 #include "api/tower/tower.h"
 #include "testing/layer_test.h"
 
@@ -158,6 +160,18 @@ TEST(Ops, APenaltyWrittenWithOpsOnAWeightAddsToItsGradient) {
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-6) << i << "," << j;
   }
+}
+
+// A tape deleted on another thread than the one it records on leaves no trace there: later ops are not handed to
+// the deleted tape.
+TEST(Ops, ATapeDeletedOnAnotherThreadStopsRecordingOnItsOwn) {
+  auto tape = std::make_unique<GradientTape>();
+  const Tensor x = floats({1, 2, 3}, Shape{3});
+  tape->watch(x);
+  EXPECT_TRUE(ops::recording());
+  std::thread([&] { tape.reset(); }).join();
+  EXPECT_FALSE(ops::recording());
+  EXPECT_EQ(ops::square(x).to_vector(), (std::vector<float>{1, 4, 9}));
 }
 
 }  // namespace
