@@ -12,28 +12,17 @@
 
 namespace tower::layers {
 
-class LambdaImpl final : public CustomLayer {
- public:
-  using Function = std::function<Tensor(const Tensor&)>;
-  LambdaImpl(Function function, std::string name);
-  std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
-  int num_inputs() const override { return 1; }
-  Config get_config() const override;
-
- private:
-  Function function_;
-};
-
 class Lambda {
  public:
-  explicit Lambda(LambdaImpl::Function function, std::string name = "")
-      : impl_(std::make_shared<LambdaImpl>(std::move(function), std::move(name))) {}
+  explicit Lambda(std::function<Tensor(const Tensor&)> function, std::string name = "")
+      : impl_(std::make_shared<FunctionLayer>("Lambda", std::move(name), 1,
+                                              [f = std::move(function)](const std::vector<Tensor>& x) { return f(x[0]); })) {}
   SymbolicTensor operator()(const SymbolicTensor& x) const { return (*impl_)(x); }
-  LambdaImpl* operator->() const { return impl_.get(); }
+  FunctionLayer* operator->() const { return impl_.get(); }
   operator LayerPtr() const { return impl_; }
 
  private:
-  std::shared_ptr<LambdaImpl> impl_;
+  std::shared_ptr<FunctionLayer> impl_;
 };
 
 }  // namespace tower::layers

@@ -98,4 +98,17 @@ void CustomLayer::backward(const BackwardContext& ctx) {
   for (std::size_t k = 0; k < ctx.weight_grads.size(); ++k) write(ctx.weight_grads[k], g[st.inputs.size() + k]);
 }
 
+FunctionLayer::FunctionLayer(std::string type, std::string name, int inputs, Function function)
+    : CustomLayer(std::move(type), std::move(name)), inputs_(inputs), function_(std::move(function)) {
+  if (!function_) throw std::invalid_argument(where() + "no function given");
+}
+
+std::vector<Tensor> FunctionLayer::call(const std::vector<Tensor>& inputs, bool) { return {function_(inputs)}; }
+
+Config FunctionLayer::get_config() const {
+  throw std::logic_error(where() + "a C++ function cannot be written into a config (saving the model, rebuilding "
+                                   "it for a strategy's replicas); write a CustomLayer with get_config and "
+                                   "TOWER_REGISTER_LAYER for a layer that must be saved");
+}
+
 }  // namespace tower

@@ -26,6 +26,8 @@
 // Output shapes come from running call() once on zeros with a batch of 1 (unknown sizes taken as 1), unrecorded.
 // A call() that returns other shapes on real data than it did then, or fails, throws naming the layer. The ops
 // allocate their results, so a step with such a layer is not captured as a CUDA graph (fit runs it op by op).
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "api/core/tensor.h"
@@ -45,6 +47,22 @@ class CustomLayer : public Layer {
   void forward(const ForwardContext& ctx) final;
   void backward(const BackwardContext& ctx) final;
   int num_inputs() const override { return -1; }
+};
+
+// A CustomLayer whose call() is a given function of its inputs (layers::Lambda, and the nodes tower::ops adds to a
+// functional graph when called on symbolic tensors: api/engine/symbolic_ops.h). `type` names it in summaries and
+// errors. Its function is C++ code, which a config cannot hold: get_config throws, naming the layer.
+class FunctionLayer : public CustomLayer {
+ public:
+  using Function = std::function<Tensor(const std::vector<Tensor>&)>;
+  FunctionLayer(std::string type, std::string name, int inputs, Function function);
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
+  int num_inputs() const override { return inputs_; }
+  Config get_config() const override;
+
+ private:
+  int inputs_;
+  Function function_;
 };
 
 }  // namespace tower

@@ -13,6 +13,7 @@
 #include "api/engine/custom_layer.h"
 #include "api/engine/node.h"
 #include "api/engine/plan.h"
+#include "api/engine/symbolic_ops.h"
 #include "api/initializers/initializers.h"
 #include "api/io/config.h"
 #include "api/io/weights_file.h"

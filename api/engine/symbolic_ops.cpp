@@ -1,0 +1,121 @@
+#include "api/engine/symbolic_ops.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "api/engine/custom_layer.h"
+#include "api/ops/ops.h"
+
+namespace tower::ops {
+
+namespace {
+
+// A node of `type` ("multiply") running `f` on the step's tensors.
+SymbolicTensor node(const char* type, std::vector<SymbolicTensor> inputs, FunctionLayer::Function f) {
+  auto layer = std::make_shared<FunctionLayer>(type, "", static_cast<int>(inputs.size()), std::move(f));
+  return (*layer)(inputs)[0];
+}
+
+SymbolicTensor unary(const char* type, const SymbolicTensor& x, Tensor (*op)(const Tensor&)) {
+  return node(type, {x}, [op](const std::vector<Tensor>& t) { return op(t[0]); });
+}
+
+SymbolicTensor binary(const char* type, const SymbolicTensor& a, const SymbolicTensor& b,
+                      Tensor (*op)(const Tensor&, const Tensor&)) {
+  return node(type, {a, b}, [op](const std::vector<Tensor>& t) { return op(t[0], t[1]); });
+}
+
+// The axes of a reduction of a symbolic tensor, which must leave the batch axis.
+std::vector<int> without_batch(const char* op, const SymbolicTensor& x, std::vector<int> axes) {
+  const int rank = x.shape().rank();
+  if (axes.empty()) throw std::invalid_argument(std::string("ops.") + op + ": name the axes to reduce; a node keeps the batch axis");
+  for (int a : axes)
+    if (a == 0 || a == -rank)
+      throw std::invalid_argument(std::string("ops.") + op + ": axis " + std::to_string(a) + " of shape " +
+                                  x.shape().to_string() + " is the batch axis, which a node keeps");
+  return axes;
+}
+
+// A float as a constant operand of a node: the op against a rank-0 tensor on the step's device.
+SymbolicTensor with_scalar(const char* type, const SymbolicTensor& x, float v, bool scalar_first,
+                           Tensor (*op)(const Tensor&, const Tensor&)) {
+  return node(type, {x}, [=](const std::vector<Tensor>& t) {
+    const Tensor s = scalar(v, t[0].device());
+    return scalar_first ? op(s, t[0]) : op(t[0], s);
+  });
+}
+
+}  // namespace
+
+SymbolicTensor add(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("add", a, b, &ops::add); }
+SymbolicTensor subtract(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("subtract", a, b, &ops::subtract);
+}
+SymbolicTensor multiply(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("multiply", a, b, &ops::multiply);
+}
+SymbolicTensor divide(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("divide", a, b, &ops::divide); }
+SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("maximum", a, b, &ops::maximum);
+}
+SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("minimum", a, b, &ops::minimum);
+}
+SymbolicTensor negative(const SymbolicTensor& x) { return unary("negative", x, &ops::negative); }
+SymbolicTensor abs(const SymbolicTensor& x) { return unary("abs", x, &ops::abs); }
+SymbolicTensor exp(const SymbolicTensor& x) { return unary("exp", x, &ops::exp); }
+SymbolicTensor log(const SymbolicTensor& x) { return unary("log", x, &ops::log); }
+SymbolicTensor sqrt(const SymbolicTensor& x) { return unary("sqrt", x, &ops::sqrt); }
+SymbolicTensor square(const SymbolicTensor& x) { return unary("square", x, &ops::square); }
+SymbolicTensor tanh(const SymbolicTensor& x) { return unary("tanh", x, &ops::tanh); }
+SymbolicTensor sigmoid(const SymbolicTensor& x) { return unary("sigmoid", x, &ops::sigmoid); }
+SymbolicTensor relu(const SymbolicTensor& x) { return unary("relu", x, &ops::relu); }
+SymbolicTensor silu(const SymbolicTensor& x) { return unary("silu", x, &ops::silu); }
+SymbolicTensor softplus(const SymbolicTensor& x) { return unary("softplus", x, &ops::softplus); }
+SymbolicTensor gelu(const SymbolicTensor& x, bool approximate) {
+  return node("gelu", {x}, [approximate](const std::vector<Tensor>& t) { return ops::gelu(t[0], approximate); });
+}
+SymbolicTensor softmax(const SymbolicTensor& x, int axis) {
+  return node("softmax", {x}, [axis](const std::vector<Tensor>& t) { return ops::softmax(t[0], axis); });
+}
+SymbolicTensor clip(const SymbolicTensor& x, float lo, float hi) {
+  return node("clip", {x}, [lo, hi](const std::vector<Tensor>& t) { return ops::clip(t[0], lo, hi); });
+}
+SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
+  axes = without_batch("sum", x, std::move(axes));
+  return node("sum", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::sum(t[0], axes, keepdims); });
+}
+SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
+  axes = without_batch("mean", x, std::move(axes));
+  return node("mean", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::mean(t[0], axes, keepdims); });
+}
+
+}  // namespace tower::ops
+
+namespace tower {
+
+SymbolicTensor operator+(const SymbolicTensor& a, const SymbolicTensor& b) { return ops::add(a, b); }
+SymbolicTensor operator-(const SymbolicTensor& a, const SymbolicTensor& b) { return ops::subtract(a, b); }
+SymbolicTensor operator*(const SymbolicTensor& a, const SymbolicTensor& b) { return ops::multiply(a, b); }
+SymbolicTensor operator/(const SymbolicTensor& a, const SymbolicTensor& b) { return ops::divide(a, b); }
+SymbolicTensor operator-(const SymbolicTensor& a) { return ops::negative(a); }
+SymbolicTensor operator+(const SymbolicTensor& a, float b) { return ops::with_scalar("add", a, b, false, &ops::add); }
+SymbolicTensor operator-(const SymbolicTensor& a, float b) {
+  return ops::with_scalar("subtract", a, b, false, &ops::subtract);
+}
+SymbolicTensor operator*(const SymbolicTensor& a, float b) {
+  return ops::with_scalar("multiply", a, b, false, &ops::multiply);
+}
+SymbolicTensor operator/(const SymbolicTensor& a, float b) { return ops::with_scalar("divide", a, b, false, &ops::divide); }
+SymbolicTensor operator+(float a, const SymbolicTensor& b) { return ops::with_scalar("add", b, a, true, &ops::add); }
+SymbolicTensor operator-(float a, const SymbolicTensor& b) {
+  return ops::with_scalar("subtract", b, a, true, &ops::subtract);
+}
+SymbolicTensor operator*(float a, const SymbolicTensor& b) {
+  return ops::with_scalar("multiply", b, a, true, &ops::multiply);
+}
+SymbolicTensor operator/(float a, const SymbolicTensor& b) { return ops::with_scalar("divide", b, a, true, &ops::divide); }
+
+}  // namespace tower

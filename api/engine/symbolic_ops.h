@@ -1,0 +1,60 @@
+#pragma once
+// tower::ops on symbolic tensors: each call adds a node to the functional graph (a FunctionLayer running the same op
+// on the step's tensors), so a model can be written with ops between layers and trains through its static plan:
+//
+//   auto x = Input({16});
+//   auto h = layers::Dense({.units = 32})(x);
+//   Model model(x, layers::Dense({.units = 10})(ops::gelu(h) * ops::sigmoid(h) + x * 0.5f));
+//
+// The nodes are named after their op ("multiply", "multiply_1", ...). Their functions are C++ code, which a config
+// cannot hold: such a model trains, predicts and saves its weights, but saving the whole model (or a strategy that
+// rebuilds it from its config) throws, naming the node; write a CustomLayer with get_config for that.
+#include <vector>
+
+#include "api/engine/node.h"
+
+namespace tower::ops {
+
+SymbolicTensor add(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor subtract(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor multiply(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor divide(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor negative(const SymbolicTensor& x);
+SymbolicTensor abs(const SymbolicTensor& x);
+SymbolicTensor exp(const SymbolicTensor& x);
+SymbolicTensor log(const SymbolicTensor& x);
+SymbolicTensor sqrt(const SymbolicTensor& x);
+SymbolicTensor square(const SymbolicTensor& x);
+SymbolicTensor tanh(const SymbolicTensor& x);
+SymbolicTensor sigmoid(const SymbolicTensor& x);
+SymbolicTensor relu(const SymbolicTensor& x);
+SymbolicTensor gelu(const SymbolicTensor& x, bool approximate = false);
+SymbolicTensor silu(const SymbolicTensor& x);
+SymbolicTensor softplus(const SymbolicTensor& x);
+SymbolicTensor softmax(const SymbolicTensor& x, int axis = -1);
+SymbolicTensor clip(const SymbolicTensor& x, float lo, float hi);
+// Over axes other than the batch axis (0), which a node keeps.
+SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+
+}  // namespace tower::ops
+
+namespace tower {
+
+SymbolicTensor operator+(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor operator-(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor operator*(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor operator/(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor operator-(const SymbolicTensor& a);
+SymbolicTensor operator+(const SymbolicTensor& a, float b);
+SymbolicTensor operator-(const SymbolicTensor& a, float b);
+SymbolicTensor operator*(const SymbolicTensor& a, float b);
+SymbolicTensor operator/(const SymbolicTensor& a, float b);
+SymbolicTensor operator+(float a, const SymbolicTensor& b);
+SymbolicTensor operator-(float a, const SymbolicTensor& b);
+SymbolicTensor operator*(float a, const SymbolicTensor& b);
+SymbolicTensor operator/(float a, const SymbolicTensor& b);
+
+}  // namespace tower

@@ -1,0 +1,71 @@
+// tower::ops on symbolic tensors: nodes of the functional graph that compute what the same ops compute eagerly,
+// train through the model's plan as the same model built from layers, and name themselves in errors.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "api/tower/tower.h"
+#include "testing/layer_test.h"
+
+namespace tower {
+namespace {
+
+TEST(SymbolicOps, AModelOfOpsComputesWhatTheOpsComputeEagerly) {
+  auto x = Input({3, 4});
+  Model model({x}, {ops::relu(x * 2.f) - ops::tanh(x) / 3.f + 1.f + ops::mean(x, {-1}, true) * x});
+  EXPECT_EQ(model.outputs()[0].shape(), (Shape{-1, 3, 4}));
+  const Tensor xs = testing::random_tensor({2, 3, 4}, 1);
+  const std::vector<float> got = model.predict(xs).to_vector();
+  const std::vector<float> want =
+      (ops::relu(xs * 2.f) - ops::tanh(xs) / 3.f + 1.f + ops::mean(xs, {-1}, true) * xs).to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+TEST(SymbolicOps, TrainAsTheSameModelBuiltFromLayers) {
+  const Tensor x = testing::random_tensor({16, 6}, 3);
+  std::vector<float> labels(16);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>(i % 3);
+  const Tensor y = Tensor::from_vector(labels, Shape{16});
+
+  auto in_a = Input({6});
+  auto h = layers::Dense({.units = 4})(in_a);
+  Model with_ops({in_a}, {layers::Dense({.units = 3, .activation = "softmax"})(ops::tanh(h) * 0.5f + ops::square(h) * 0.1f)});
+  auto in_b = Input({6});
+  auto h_b = layers::Dense({.units = 4})(in_b);
+  auto t = layers::Rescaling({.scale = 0.5f})(layers::Activation({.activation = "tanh"})(h_b));
+  auto q = layers::Rescaling({.scale = 0.1f})(layers::Multiply()(std::vector<SymbolicTensor>{h_b, h_b}));
+  Model with_layers({in_b}, {layers::Dense({.units = 3, .activation = "softmax"})(layers::Add()(std::vector<SymbolicTensor>{t, q}))});
+  with_layers.set_weights(with_ops.get_weights());
+  for (Model* m : {&with_ops, &with_layers})
+    m->compile(optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}), losses::SparseCategoricalCrossentropy());
+  const callbacks::History a = with_ops.fit(x, y, {.epochs = 8, .batch_size = 8, .verbose = 0, .shuffle = false});
+  const callbacks::History b = with_layers.fit(x, y, {.epochs = 8, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (std::size_t e = 0; e < a["loss"].size(); ++e) EXPECT_NEAR(a["loss"][e], b["loss"][e], 1e-5) << e;
+  EXPECT_LT(a["loss"].back(), a["loss"].front());
+}
+
+TEST(SymbolicOps, ErrorsNameTheNode) {
+  auto x = Input({3, 4});
+  try {
+    ops::add(x, Input({5}));
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(add)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("do not broadcast"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(ops::sum(x, {0}), std::invalid_argument);
+  Model model({x}, {ops::exp(x)});
+  try {
+    model->serialize();
+    FAIL() << "expected std::logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("(exp)"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tower
