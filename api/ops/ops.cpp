@@ -59,6 +59,19 @@ Tensor reduce_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   Tensor dx(shape, DType::float32, g.device());
   if (dx.numel() == 0) return dx;
+  // A bias's gradient (`shape` is g's last m axes, with 1s or nothing before them): the sum over g's leading rows,
+  // by the backend's bias_grad, which Dense uses.
+  const int rank = g.shape().rank(), kept = shape.rank();
+  int m = 0;
+  while (m < kept && m < rank && shape[-(m + 1)] == g.shape()[-(m + 1)]) ++m;
+  bool ones_before = kept <= rank;
+  for (int k = m + 1; k <= kept; ++k) ones_before = ones_before && shape[-k] == 1;
+  if (ones_before) {
+    Index cols = 1;
+    for (int k = 1; k <= m; ++k) cols *= g.shape()[-k];
+    be(g).bias_grad(g.data<float>(), dx.data<float>(), g.numel() / cols, cols);
+    return dx;
+  }
   be(g).broadcast_reduce(g.data<float>(), dx.data<float>(), backend::make_broadcast(g.shape(), shape, g.shape(),
                                                                                    "a broadcast's gradient"));
   return dx;
