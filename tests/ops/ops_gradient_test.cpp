@@ -1,5 +1,5 @@
 // Every differentiable op of tower::ops, in the style of ggml's test-backend-ops: at random shapes that broadcast
-// (rank 0 to 4, size-1 axes, lower ranks aligned at the end), the gradient a GradientTape takes of
+// (rank 0 to 5, size-1 axes, empty axes, lower ranks aligned at the end), the gradient a GradientTape takes of
 // L = sum(op(inputs) * R) (R fixed and random) against central differences of L, summed in double. A checker that
 // cannot fail is no checker: CentralDifferencesCatchAPlantedWrongGradient plants one.
 #include <gtest/gtest.h>
@@ -47,11 +47,11 @@ std::vector<float> draw(Generator& g, Index n, Values kind, int operand) {
   return v;
 }
 
-// A random shape of `rank` axes of 1 to 3, and an operand shape that broadcasts to it: a suffix of it with some
-// axes set to 1.
+// A random shape of `rank` axes of 1 to 3 (now and then an empty axis, of 0), and an operand shape that broadcasts
+// to it: a suffix of it with some axes set to 1.
 Shape random_shape(Generator& g, int rank) {
   std::vector<Index> d;
-  for (int k = 0; k < rank; ++k) d.push_back(1 + static_cast<Index>(g.uniform() * 3.f));
+  for (int k = 0; k < rank; ++k) d.push_back(g.uniform() < 0.04f ? 0 : 1 + static_cast<Index>(g.uniform() * 3.f));
   return Shape(d);
 }
 // Something other than `out` itself where it can be (a lower rank, or an axis of 1 where out's is larger).
@@ -82,7 +82,7 @@ int check(const Case& c, int draws, bool report) {
   Generator g(std::hash<std::string>{}(c.name));
   int bad = 0;
   for (int d = 0; d < draws; ++d) {
-    const Shape out = random_shape(g, static_cast<int>(g.uniform() * 5.f));
+    const Shape out = random_shape(g, static_cast<int>(g.uniform() * 6.f));  // rank 0 to 5
     // Two operands: the first stretched, then the second, then both.
     std::vector<Shape> shapes;
     for (int i = 0; i < c.arity; ++i) shapes.push_back(c.arity == 1 || d % 3 == 1 - i ? out : operand_of(g, out));
