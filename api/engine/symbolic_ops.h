@@ -4,7 +4,7 @@
 //
 //   auto x = Input({16});
 //   auto h = layers::Dense({.units = 32})(x);
-//   Model model(x, layers::Dense({.units = 10})(ops::gelu(h) * ops::sigmoid(h) + x * 0.5f));
+//   Model model(x, layers::Dense({.units = 10})(ops::gelu(h) * ops::sigmoid(h) + h * 0.5f));
 //
 // The nodes are named after their op ("multiply", "multiply_1", ...). Their functions are C++ code, which a config
 // cannot hold: such a model trains, predicts and saves its weights, but saving the whole model (or a strategy that

@@ -67,5 +67,14 @@ TEST(SymbolicOps, ErrorsNameTheNode) {
   }
 }
 
+// The README's example.
+TEST(SymbolicOps, TheReadmesModelBuildsAndPredicts) {
+  auto x = Input({16});
+  auto h = layers::Dense({.units = 32})(x);
+  Model model(x, layers::Dense({.units = 10})(ops::gelu(h) * ops::sigmoid(h) + h * 0.5f));
+  EXPECT_EQ(model.outputs()[0].shape(), (Shape{-1, 10}));
+  EXPECT_EQ(model.predict(testing::random_tensor({3, 16}, 5)).shape(), (Shape{3, 10}));
+}
+
 }  // namespace
 }  // namespace tower
