@@ -96,9 +96,8 @@ void Merge::reduce_to(const Tensor& dy, Tensor dx) {
     if (dx.data<float>() != dy.data<float>()) dx.copy_from(dy);
     return;
   }
-  backend::get(dy.device())
-      .broadcast_reduce(dy.data<float>(), dx.data<float>(),
-                        backend::make_broadcast(out, expanded(dx.shape(), out.rank()), out, "merge"));
+  backend::sum_to(backend::get(dy.device()), dy.data<float>(), out, dx.data<float>(), expanded(dx.shape(), out.rank()),
+                  "merge");
 }
 
 void Merge::select_backward(const BackwardContext& ctx) {

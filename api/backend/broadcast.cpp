@@ -55,4 +55,19 @@ Broadcast make_broadcast(const Shape& out, const Shape& a, const Shape& b, const
   return s;
 }
 
+void sum_to(Backend& backend, const float* dy, const Shape& from, float* dx, const Shape& to, const std::string& what) {
+  const int rank = from.rank(), kept = to.rank();
+  int m = 0;  // the trailing axes `to` shares with `from`
+  while (m < kept && m < rank && to[-(m + 1)] == from[-(m + 1)]) ++m;
+  bool ones_before = kept <= rank;
+  for (int k = m + 1; k <= kept; ++k) ones_before = ones_before && to[-k] == 1;
+  if (ones_before) {
+    Index cols = 1;
+    for (int k = 1; k <= m; ++k) cols *= from[-k];
+    backend.bias_grad(dy, dx, from.numel() / cols, cols);
+    return;
+  }
+  backend.broadcast_reduce(dy, dx, make_broadcast(from, to, from, what));
+}
+
 }  // namespace tower::backend

@@ -19,4 +19,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what);
 // `out`.
 Broadcast make_broadcast(const Shape& out, const Shape& a, const Shape& b, const std::string& what);
 
+// The gradient of an operand of shape `to` that was broadcast to `from`: dx = dy (dense over `from`) summed over the
+// axes `to` was stretched along, written densely over `to` (fewer or equal elements). Where `to` is dy's last axes
+// with 1s or nothing before them (a bias), the backend's bias_grad sums the leading rows; else broadcast_reduce.
+void sum_to(Backend& backend, const float* dy, const Shape& from, float* dx, const Shape& to, const std::string& what);
+
 }  // namespace tower::backend

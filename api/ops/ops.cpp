@@ -40,11 +40,12 @@ Tensor binary_raw(BinaryOp op, const char* name, const Tensor& a, const Tensor& 
   require_float(name, a, "the first operand");
   require_float(name, b, "the second operand");
   require_same_device(name, a, b);
-  const Shape out = backend::broadcast_shapes(a.shape(), b.shape(), where(name).substr(0, where(name).size() - 2));
+  const std::string what = std::string("ops.") + name;
+  const Shape out = backend::broadcast_shapes(a.shape(), b.shape(), what);
   Tensor y(out, DType::float32, a.device());
   if (y.numel() > 0)
     be(a).broadcast_binary(op, a.data<float>(), b.data<float>(), y.data<float>(),
-                           backend::make_broadcast(out, a.shape(), b.shape(), "ops." + std::string(name)));
+                           backend::make_broadcast(out, a.shape(), b.shape(), what));
   return y;
 }
 
@@ -58,22 +59,8 @@ Tensor unary_raw(UnaryOp op, const Tensor& x) {
 Tensor reduce_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   Tensor dx(shape, DType::float32, g.device());
-  if (dx.numel() == 0) return dx;
-  // A bias's gradient (`shape` is g's last m axes, with 1s or nothing before them): the sum over g's leading rows,
-  // by the backend's bias_grad, which Dense uses.
-  const int rank = g.shape().rank(), kept = shape.rank();
-  int m = 0;
-  while (m < kept && m < rank && shape[-(m + 1)] == g.shape()[-(m + 1)]) ++m;
-  bool ones_before = kept <= rank;
-  for (int k = m + 1; k <= kept; ++k) ones_before = ones_before && shape[-k] == 1;
-  if (ones_before) {
-    Index cols = 1;
-    for (int k = 1; k <= m; ++k) cols *= g.shape()[-k];
-    be(g).bias_grad(g.data<float>(), dx.data<float>(), g.numel() / cols, cols);
-    return dx;
-  }
-  be(g).broadcast_reduce(g.data<float>(), dx.data<float>(), backend::make_broadcast(g.shape(), shape, g.shape(),
-                                                                                   "a broadcast's gradient"));
+  if (dx.numel() > 0)
+    backend::sum_to(be(g), g.data<float>(), g.shape(), dx.data<float>(), shape, "a broadcast's gradient");
   return dx;
 }
 

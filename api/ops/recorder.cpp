@@ -31,7 +31,11 @@ std::vector<Open> open_here() {
 
 }  // namespace
 
-bool recording() { return pauses == 0 && !open_here().empty(); }
+bool recording() {
+  if (pauses > 0) return false;
+  const std::lock_guard<std::mutex> lock(open_mutex);
+  return open_recorders.count(std::this_thread::get_id()) > 0;  // a thread's entry goes with its last recorder
+}
 
 void record(Record r) {
   if (pauses > 0) return;
@@ -65,15 +69,15 @@ PauseRecording::~PauseRecording() { --pauses; }
 
 int Recording::value_of(const Tensor& t) const {
   if (!t.defined()) return -1;
-  for (auto it = by_address_.rbegin(); it != by_address_.rend(); ++it)
-    if (it->first == t.raw_data()) return values_[static_cast<std::size_t>(it->second)].shape() == t.shape() ? it->second : -1;
-  return -1;
+  const auto it = by_address_.find(t.raw_data());
+  if (it == by_address_.end()) return -1;
+  return values_[static_cast<std::size_t>(it->second)].shape() == t.shape() ? it->second : -1;
 }
 
 int Recording::add_value(const Tensor& t) {
   const int id = static_cast<int>(values_.size());
   values_.push_back(t);
-  by_address_.emplace_back(t.raw_data(), id);
+  by_address_[t.raw_data()] = id;
   return id;
 }
 

@@ -5,6 +5,7 @@
 // every record. The backward functions are written with ops themselves and run with recording paused.
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/core/tensor.h"
@@ -69,7 +70,7 @@ class Recording final : public Recorder {
   };
   std::vector<Tensor> values_;
   std::vector<Node> nodes_;
-  std::vector<std::pair<const void*, int>> by_address_;  // the latest value at each address
+  std::unordered_map<const void*, int> by_address_;  // the latest value at each address
 };
 
 // While alive, nothing is recorded on this thread (a tape computing gradients, stop_gradient).
