@@ -174,6 +174,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   replicas_.reset();
   replicas_made_ = false;
   plans_.clear();
+  tape_plans_.clear();
   training_loop_->invalidate_step_graphs();
 }
 
@@ -581,6 +582,7 @@ void ModelImpl::to(Device device) {
   if (optimizer() && optimizer()->built()) move_variables(optimizer()->variables(), device);
   if (device_ && !(*device_ == device)) {
     plans_.clear();
+    tape_plans_.clear();
     training_loop_->invalidate_step_graphs();
   }
   device_ = device;
@@ -592,8 +594,26 @@ void ModelImpl::test_step(const data::Element& batch) { training_loop_->default_
 
 Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   require_graph("running the model");
-  auto& slot = plans_[{batch_size, training}];
-  if (slot && training) {
+  PlanOptions o;
+  o.batch_size = batch_size;
+  o.training = training;
+  o.backward = training;
+  return cached_plan(plans_[{batch_size, training}], o);
+}
+
+Plan& ModelImpl::tape_plan(Index batch_size, int call, bool input_gradients) {
+  if (call == 0 && !input_gradients) return plan_for(batch_size, true);
+  require_graph("running the model");
+  PlanOptions o;
+  o.batch_size = batch_size;
+  o.training = true;
+  o.backward = true;
+  o.input_gradients = input_gradients;
+  return cached_plan(tape_plans_[{batch_size, call, input_gradients}], o);
+}
+
+Plan& ModelImpl::cached_plan(std::unique_ptr<Plan>& slot, PlanOptions options) {
+  if (slot && options.backward) {
     // Freezing or unfreezing a layer changes what gets gradients: such a plan is stale.
     const std::vector<VariablePtr> now = trainable_weights();
     if (now != slot->trainable_weights()) {
@@ -604,12 +624,8 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   if (!slot) {
     // Layers built since the last move (and every weight, the first time) join the model's device.
     if (!device().is_cpu()) move_variables(weights(), device());
-    PlanOptions o;
-    o.batch_size = batch_size;
-    o.training = training;
-    o.backward = training;
-    o.device = device();
-    slot = std::make_unique<Plan>(*this, o);
+    options.device = device();
+    slot = std::make_unique<Plan>(*this, options);
   }
   return *slot;
 }

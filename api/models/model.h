@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "api/training/history.h"
@@ -85,6 +86,12 @@ class ModelImpl : public Layer {
   // A plan for batches of `batch_size`, made on first use and kept; `training` plans run backward. Plans are
   // remade when the trainable weights change; a graph change (Sequential add / pop) drops plans and replicas.
   Plan& plan_for(Index batch_size, bool training);
+  // The training plan a GradientTape runs the model's `call`-th call (0, 1, ...) on one tape through, at this batch
+  // size: plan_for(batch_size, true) for a first call that needs no input gradients, else a plan of its own (kept,
+  // and remade as plan_for's are), computing its inputs' gradients when `input_gradients`. A model called twice on
+  // one tape (a siamese network, a GAN's discriminator on real and generated images) thus keeps both calls'
+  // activations.
+  Plan& tape_plan(Index batch_size, int call, bool input_gradients);
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
 
@@ -170,6 +177,9 @@ class ModelImpl : public Layer {
   std::vector<LayerPtr> layer_order_;  // layers() of graph_, in Keras' order
   std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
+  std::map<std::tuple<Index, int, bool>, std::unique_ptr<Plan>> tape_plans_;
+  // The plan in `slot` for `options`, made when empty and remade when stale (the trainable weights changed).
+  Plan& cached_plan(std::unique_ptr<Plan>& slot, PlanOptions options);
   mutable std::optional<Device> device_;
   detail::DistributionPtr distribution_ = detail::current_distribution();
   std::unique_ptr<detail::Replicas> replicas_;  // after plans_ and the graph: destroyed first

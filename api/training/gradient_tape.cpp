@@ -82,6 +82,7 @@ struct GradientTape::Node {
 
 struct GradientTape::ModelCall : Node {
   Plan* plan = nullptr;
+  std::vector<Tensor> given;  // the inputs as the caller gave them
   std::vector<int> outputs;
   std::vector<bool> logits_written;  // a fused loss wrote output i's gradient through the softmax
   std::vector<bool> written;          // output_grad(i) holds output i's whole gradient
@@ -185,18 +186,19 @@ std::vector<Tensor> GradientTape::call(Plan& plan, const std::vector<Tensor>& in
   if (!plan.options().backward)
     throw std::invalid_argument(where("call") + "the plan was made without backward; a tape needs a training plan");
   if (std::find(called_plans_.begin(), called_plans_.end(), &plan) != called_plans_.end())
-    throw std::logic_error(where("call") + "the model was already called on this tape with a batch of " +
-                           std::to_string(plan.batch_size()) +
-                           "; both calls would share one plan, whose buffers hold one call's activations. Call it "
-                           "once per tape, or record the second call on another tape");
+    throw std::logic_error(where("call") + "this plan (batch of " + std::to_string(plan.batch_size()) +
+                           ") already ran on this tape, and its buffers hold one call's activations; call the model "
+                           "instead (each call gets a plan of its own), or give each call its own plan");
   if (static_cast<int>(inputs.size()) != plan.num_inputs())
     throw std::invalid_argument(where("call") + std::to_string(inputs.size()) + " inputs for a model of " +
                                 std::to_string(plan.num_inputs()));
   const Device device = plan.options().device;
   std::vector<Tensor> staged;
+  std::vector<int> input_ids;
   for (int i = 0; i < plan.num_inputs(); ++i) {
     Tensor x = inputs[static_cast<std::size_t>(i)];
     if (!x.defined()) throw std::invalid_argument(where("call") + "input " + std::to_string(i) + " is an undefined tensor");
+    input_ids.push_back(plan.options().input_gradients ? value_of(x) : -1);
     if (x.dtype() != DType::float32) {
       // Converted on the host, as fit stages such inputs.
       Tensor converted, host;
@@ -214,7 +216,9 @@ std::vector<Tensor> GradientTape::call(Plan& plan, const std::vector<Tensor>& in
   auto node = std::make_unique<ModelCall>();
   node->op = Op::model;
   node->plan = &plan;
-  node->operands = std::move(staged);
+  node->inputs = std::move(input_ids);
+  node->operands = std::move(staged);  // the plan reads them until its backward has run
+  node->given = inputs;                // an input's gradient goes back to its device
   const int index = static_cast<int>(nodes_.size());
   std::vector<Tensor> out;
   for (int i = 0; i < plan.num_outputs(); ++i) {
@@ -234,7 +238,16 @@ std::vector<Tensor> GradientTape::call(ModelImpl& model, const std::vector<Tenso
   if (inputs.empty() || !inputs[0].defined() || inputs[0].rank() == 0)
     throw std::invalid_argument(where("call") + "model '" + model.name() + "' needs batched inputs [N, ...]");
   try {
-    return call(model.plan_for(inputs[0].dim(0), true), inputs);
+    check_recording("call");
+    // Inputs that are values of this tape (watched, or computed on it) receive gradients: the plan computes them.
+    bool input_gradients = false;
+    for (const Tensor& x : inputs) input_gradients = input_gradients || value_of(x) >= 0;
+    const Index n = inputs[0].dim(0);
+    int& calls = model_calls_[{&model, n}];
+    Plan& plan = model.tape_plan(n, calls, input_gradients);
+    std::vector<Tensor> out = call(plan, inputs);
+    ++calls;
+    return out;
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("Model '" + model.name() + "': " + e.what());
   } catch (const std::logic_error& e) {
@@ -444,7 +457,16 @@ void GradientTape::backward_model(const ModelCall& call, Grads& grads) {
       plan.output_grad(o).zero();
     }
   }
-  if (any) plan.backward();
+  if (!any) return;
+  plan.backward();
+  // Inputs that are values of this tape get the plan's input gradients, copied (the next backward of this plan
+  // overwrites them) onto the device the input lives on.
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    if (call.inputs[i] < 0) continue;
+    const Tensor& given = call.given[i];
+    const Tensor& g = plan.input_grad(static_cast<int>(i));
+    grads.add(call.inputs[i], g.device() == given.device() ? g.clone() : g.to(given.device()));
+  }
 }
 
 void GradientTape::backward_node(const Node& node, Grads& grads) {

@@ -20,7 +20,12 @@
 //   Tensor saliency = tape.gradient(score, std::vector<Tensor>{image})[0];
 //
 // Model calls run the model's static Plan for the batch size (Model::plan_for(n, true), the plan fit trains
-// with), so the forward and backward of a custom step are fit's own; gradient() writes the plan's output_grad
+// with), so the forward and backward of a custom step are fit's own. A model may be called more than once on a
+// tape (a siamese network; a GAN's discriminator on real and on generated images): each further call at a batch
+// size runs a plan of its own (ModelImpl::tape_plan), and the weights' gradients of every call add up. Inputs
+// that are values of the tape (watched, or computed on it: a generator's output) receive gradients: such a call
+// runs a plan that computes its inputs' gradients (saliency maps; a generator trained through its
+// discriminator). gradient() writes the plan's output_grad
 // and runs plan.backward(), handing a softmax output's gradient to a cross-entropy loss as the gradient of the
 // logits (the fused path fit takes) when the loss is that output's only use. Ops run as backend ops on the
 // device of their operands: nothing on the path reads values back to the host.
@@ -37,12 +42,12 @@
 // an undefined Tensor (defined() false), Keras' None; with UnconnectedGradients::zero it gets zeros instead.
 // Optimizer::apply_gradients leaves variables with undefined gradients alone, as Keras skips None. Gradients of
 // a model's weights may be views of its plan's gradient buffer (on a non-persistent tape), valid until that
-// plan runs backward again; clone() them to keep them longer. Gradients do not flow into a model's inputs.
+// plan runs backward again; clone() them to keep them longer.
 //
 // Errors (std::invalid_argument or std::logic_error, naming the tape, op or model and the shapes): a target with
 // more than one element or not produced here; operands of different devices or of shapes that do not broadcast;
-// a model called twice on one tape at one batch size (both calls would share one plan, whose buffers hold one
-// call: call it once per tape, or use a tape per call); gradient() called a second time on a tape made without
+// one Plan given to call(Plan&, ...) twice on one tape (its buffers hold one call); gradient() called a second
+// time on a tape made without
 // `persistent`; a model call on a tape whose gradient() has already run (record a new tape per step).
 #include <cstdint>
 #include <map>
@@ -87,14 +92,15 @@ class GradientTape final : public ops::Recorder {
   bool persistent() const { return persistent_; }
 
   // Forward of `model` in training mode on a batch (one tensor per model input, any dtype or device: inputs not
-  // float32 on the model's device are converted). Returns the outputs, [N, ...] each. Throws as described above
-  // for a second call of the model at the same batch size.
+  // float32 on the model's device are converted, and then receive no gradient). Returns the outputs, [N, ...]
+  // each, valid until the tape is destroyed or the same call of the model runs on another tape.
   std::vector<Tensor> call(ModelImpl& model, const std::vector<Tensor>& inputs);
   Tensor call(ModelImpl& model, const Tensor& x);
   Tensor call(const Model& model, const Tensor& x);
   std::vector<Tensor> call(const Model& model, const std::vector<Tensor>& inputs);
   // The same on a given training plan (made with backward), as a strategy's replica runs: the tape writes its
-  // inputs and runs its forward and backward.
+  // inputs and runs its forward and backward; inputs get gradients when the plan computes them
+  // (PlanOptions::input_gradients). Throws for a plan this tape has already run.
   std::vector<Tensor> call(Plan& plan, const std::vector<Tensor>& inputs);
 
   // Marks `variable` as a source: its value, used as an operand, receives gradients. Returns the value.
@@ -158,6 +164,7 @@ class GradientTape final : public ops::Recorder {
   std::map<const void*, int> by_address_;  // tensor memory -> value id
   std::map<const Variable*, int> variable_values_;
   std::vector<Plan*> called_plans_;
+  std::map<std::pair<const ModelImpl*, Index>, int> model_calls_;  // calls of a model at a batch size
   std::unique_ptr<ops::RecordingScope> scope_;  // last: closed first
 };
 

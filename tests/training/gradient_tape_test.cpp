@@ -184,10 +184,11 @@ TEST(GradientTape, ErrorsNameTheProblem) {
   expect_error(
       [&] {
         GradientTape tape;
-        tape.call(model, b.x);
-        tape.call(model, b.x);
+        Plan& plan = model.impl().plan_for(4, true);
+        tape.call(plan, {b.x});
+        tape.call(plan, {b.x});
       },
-      "already called on this tape with a batch of 4");
+      "this plan (batch of 4) already ran on this tape");
   expect_error(
       [&] {
         GradientTape tape;
@@ -235,6 +236,106 @@ TEST(GradientTape, PersistentTapeGivesTheSameGradientsTwice) {
   const std::vector<Tensor> first = tape.gradient(loss, model.trainable_weights());
   const std::vector<Tensor> second = tape.gradient(loss, model.trainable_weights());
   for (std::size_t k = 0; k < first.size(); ++k) EXPECT_EQ(first[k].to_vector(), second[k].to_vector());
+}
+
+// d target / d each element of `params` (variables' values or watched tensors, written in place) by central
+// differences of `target`, recorded on a fresh tape each time, against `grads`.
+template <class Target>
+void expect_central_differences(const char* name, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                                Target target) {
+  const double eps = 1e-2;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    ASSERT_TRUE(grads[k].defined()) << name << " parameter " << k;
+    ASSERT_EQ(grads[k].shape(), params[k].shape()) << name << " parameter " << k;
+    const std::vector<float> g = grads[k].to_vector();
+    float* w = params[k].data<float>();
+    for (Index i = 0; i < params[k].numel(); ++i) {
+      const float saved = w[i];
+      const auto value = [&](double delta) {
+        w[i] = static_cast<float>(saved + delta);
+        GradientTape probe;
+        return static_cast<double>(target(probe).item());
+      };
+      const double numeric = (value(eps) - value(-eps)) / (2 * eps);
+      w[i] = saved;
+      EXPECT_NEAR(g[static_cast<std::size_t>(i)], numeric, 5e-4 + 5e-3 * std::fabs(numeric))
+          << name << ": parameter " << k << " [" << i << "]";
+    }
+  }
+}
+
+std::vector<Tensor> values_of(const std::vector<VariablePtr>& vars) {
+  std::vector<Tensor> out;
+  for (const VariablePtr& v : vars) out.push_back(v->value);
+  return out;
+}
+
+// A saliency map: the gradient of a score with respect to the model's input, through the model's plan.
+TEST(GradientTape, GradientsReachAModelsInputs) {
+  set_random_seed(11);
+  Model model = small_mlp();
+  Batch b = batch(5);
+  const auto score = [&](GradientTape& tape) {
+    tape.watch(b.x);
+    return ops::sum(ops::multiply(tape.call(model, b.x), b.t));
+  };
+  GradientTape tape;
+  const Tensor s = score(tape);
+  const std::vector<Tensor> dx = tape.gradient(s, std::vector<Tensor>{b.x});
+  expect_central_differences("saliency", {b.x}, dx, score);
+  // An input that is not a value of the tape costs no input gradient: the call runs fit's own plan.
+  GradientTape plain;
+  const Tensor p = plain.call(model, b.x);
+  EXPECT_EQ(p.raw_data(), model.impl().plan_for(5, true).output(0).raw_data());
+  EXPECT_FALSE(model.impl().plan_for(5, true).options().input_gradients);
+}
+
+// A siamese network: one model called on two batches of one size on one tape. Each call keeps its activations
+// (a plan of its own), and the weights' gradients of both calls add up.
+TEST(GradientTape, AModelCalledTwiceOnATapeAddsBothCallsGradients) {
+  set_random_seed(12);
+  Model model = small_mlp();
+  Batch left = batch(4), right = batch(4);
+  right.x = random_tensor({4, 3}, 21);
+  const auto similarity = [&](GradientTape& tape) {
+    tape.watch(left.x);
+    const Tensor a = tape.call(model, left.x), b = tape.call(model, right.x);
+    return ops::sum(ops::square(a - b)) + ops::sum(a * b);
+  };
+  GradientTape tape;
+  const Tensor s = similarity(tape);
+  const std::vector<VariablePtr> vars = model.trainable_weights();
+  std::vector<Tensor> grads = tape.gradient(s, vars);
+  expect_central_differences("siamese weights", values_of(vars), grads, similarity);
+  GradientTape again;
+  const Tensor s2 = similarity(again);
+  expect_central_differences("siamese input", {left.x}, again.gradient(s2, std::vector<Tensor>{left.x}), similarity);
+}
+
+// A GAN's generator step: the generator's output goes through the discriminator, twice (the same batch size), and
+// the generator's weights get their gradient through the discriminator's input gradients.
+TEST(GradientTape, AGeneratorTrainsThroughItsDiscriminator) {
+  set_random_seed(13);
+  SymbolicTensor z_in = Input({2});
+  Model generator(z_in, layers::Dense({.units = 3, .activation = "tanh"})(z_in));
+  Model discriminator = small_mlp();
+  const Tensor z = random_tensor({4, 2}, 31), z2 = random_tensor({4, 2}, 32);
+  const Batch b = batch(4);
+  const auto generator_loss = [&](GradientTape& tape) {
+    const Tensor fake = tape.call(generator, z), fake2 = tape.call(generator, z2);
+    const Tensor p = tape.call(discriminator, fake), p2 = tape.call(discriminator, fake2);
+    return tape.add(tape.loss(losses::CategoricalCrossentropy(), b.t, p), ops::mean(ops::log(p2)));
+  };
+  GradientTape tape;
+  const Tensor loss = generator_loss(tape);
+  const std::vector<VariablePtr> vars = generator.trainable_weights();
+  const std::vector<Tensor> grads = tape.gradient(loss, vars);
+  expect_central_differences("generator", values_of(vars), grads, generator_loss);
+  // The discriminator's weights are connected too (both of its calls).
+  GradientTape d_tape;
+  const Tensor d_loss = generator_loss(d_tape);
+  const std::vector<VariablePtr> d_vars = discriminator.trainable_weights();
+  expect_central_differences("discriminator", values_of(d_vars), d_tape.gradient(d_loss, d_vars), generator_loss);
 }
 
 TEST(GradientTape, ApplyGradientsPairsMatchTheListForm) {
