@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "api/core/device_memory.h"
+#include "api/metrics/mean.h"
 #include "api/models/fit_failure.h"
 #include "api/models/model.h"
 #include "api/training/progbar_logger.h"
@@ -204,6 +205,7 @@ void TrainingLoop::reset_metrics() {
   for (auto* list : {&metrics_, &weighted_metrics_})
     for (auto& ms : *list)
       for (auto& m : ms) m->reset_state();
+  for (auto& [name, tracker] : tracked_) tracker->reset_state();
 }
 
 losses::detail::DeviceDoubles& TrainingLoop::loss_sums(Device device) {
@@ -221,7 +223,7 @@ Logs TrainingLoop::logs() const {
   }
   const auto mean = [&](double sum) { return loss_count_ > 0 ? sum / loss_count_ : 0.0; };
   Logs logs;
-  logs.set("loss", mean(sums[0]));
+  if (loss_count_ > 0 || tracked_.empty()) logs.set("loss", mean(sums[0]));
   const bool several = metrics_.size() > 1;
   if (several)
     for (std::size_t o = 0; o < losses_.size(); ++o) logs.set(output_names_[o] + "_loss", mean(sums[1 + o]));
@@ -230,7 +232,8 @@ Logs TrainingLoop::logs() const {
 }
 
 std::vector<std::pair<std::string, metrics::Direction>> TrainingLoop::log_directions() const {
-  std::vector<std::pair<std::string, metrics::Direction>> out{{"loss", metrics::Direction::down}};
+  std::vector<std::pair<std::string, metrics::Direction>> out;
+  if (loss_count_ > 0 || tracked_.empty()) out.emplace_back("loss", metrics::Direction::down);
   if (metrics_.size() > 1)
     for (std::size_t o = 0; o < losses_.size(); ++o)
       out.emplace_back(output_names_[o] + "_loss", metrics::Direction::down);
@@ -255,6 +258,7 @@ std::vector<std::pair<std::string, const metrics::Metric*>> TrainingLoop::named_
       }
     }
   }
+  for (const auto& [name, tracker] : tracked_) out.emplace_back(name, tracker.get());
   return out;
 }
 
@@ -748,6 +752,24 @@ void TrainingLoop::track_loss(const Tensor& loss, Index examples) {
   double* sums = loss_sums(loss.device()).data();
   backend::get(loss.device()).accumulate_weighted_sum(loss.data<float>(), nullptr, 1, 1, static_cast<double>(examples), sums);
   loss_count_ += static_cast<double>(examples);
+}
+
+void TrainingLoop::track_metric(const std::string& name, const Tensor& value) {
+  require_compiled("track_metric()");
+  const std::string who = "Model '" + model_.name() + "': track_metric(\"" + name + "\"): ";
+  if (!value.defined() || value.numel() != 1 || value.dtype() != DType::float32)
+    throw std::invalid_argument(who + "takes one float32 value, got " +
+                                (value.defined() ? dtype_name(value.dtype()) + " " + value.shape().to_string()
+                                                 : std::string("an undefined tensor")));
+  for (auto& [key, tracker] : tracked_)
+    if (key == name) return tracker->update_state(value.reshape(Shape{1}));
+  if (name.empty()) throw std::invalid_argument(who + "an empty name");
+  if (name == "loss") throw std::invalid_argument(who + "\"loss\" is track_loss()'s");
+  for (const auto& [key, metric] : named_metrics())
+    if (key == name) throw std::invalid_argument(who + "a compiled metric is logged as \"" + name + "\"");
+  auto tracker = std::make_shared<metrics::MeanImpl>(metrics::MeanOptions{.name = name});
+  tracker->update_state(value.reshape(Shape{1}));
+  tracked_.emplace_back(name, std::move(tracker));
 }
 
 void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,

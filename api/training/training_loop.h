@@ -24,6 +24,10 @@
 #include "api/training/history.h"
 #include "api/training/step_graphs.h"
 
+namespace tower::metrics {
+class MeanImpl;
+}
+
 namespace tower {
 
 class ModelImpl;
@@ -119,6 +123,11 @@ class TrainingLoop {
   // (targets are copied to the predictions' device when they live elsewhere). Throws std::invalid_argument for a loss of more than one element or a count of outputs
   // that differs from the model's.
   void track_loss(const Tensor& loss, Index examples);
+  // For custom steps: a running mean of `value` (one float32 element on any device, not read back) logged as
+  // `name` after the compiled metrics, as a Keras model's own keras.metrics.Mean trackers log (a GAN's "d_loss"
+  // and "g_loss"); reset with the metrics each epoch. A step that tracks such values and no loss logs no "loss".
+  // Throws std::invalid_argument for another value or an empty name or one the logs already have.
+  void track_metric(const std::string& name, const Tensor& value);
   void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred,
                       const Tensor& sample_weight = Tensor());
 
@@ -303,6 +312,7 @@ class TrainingLoop {
   optimizers::OptimizerPtr optimizer_;
   std::vector<losses::LossPtr> losses_;
   std::vector<std::vector<metrics::MetricPtr>> metrics_, weighted_metrics_;
+  std::vector<std::pair<std::string, std::shared_ptr<metrics::MeanImpl>>> tracked_;  // track_metric's, in order
   std::vector<double> loss_weights_;
   std::vector<std::string> output_names_;
   std::map<int, double> class_weight_;  // during fit: its class_weight

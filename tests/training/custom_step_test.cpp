@@ -94,5 +94,69 @@ TEST(CustomTrainStep, TrackLossRejectsATensor) {
   }
 }
 
+// A model of models (Keras' GAN pattern): no graph of its own, two inner models trained in its train_step with
+// two optimizers, and values of its own in the logs (track_metric) instead of "loss".
+class TwoModels final : public ModelImpl {
+ public:
+  TwoModels(Model first, Model second)
+      : ModelImpl("TwoModels", "two_models"), first_(std::move(first)), second_(std::move(second)) {}
+  void compile(optimizers::OptimizerPtr a, optimizers::OptimizerPtr b) {
+    second_optimizer_ = std::move(b);
+    ModelImpl::compile(std::move(a), {}, {}, {});
+  }
+  void train_step(const data::Element& batch) override {
+    for (Model* m : {&first_, &second_}) {
+      GradientTape tape;
+      const Tensor error = ops::mean(ops::square(tape.call(*m, batch[0]) - batch[1]));
+      const std::vector<VariablePtr> vars = m->trainable_weights();
+      (m == &first_ ? optimizer() : second_optimizer_)->apply_gradients(optimizers::zip(tape.gradient(error, vars), vars));
+      training_loop().track_metric(m == &first_ ? "first_mse" : "second_mse", error);
+    }
+  }
+
+ private:
+  Model first_, second_;
+  optimizers::OptimizerPtr second_optimizer_;
+};
+
+Model linear() {
+  SymbolicTensor in = Input({2});
+  return Model(in, layers::Dense({.units = 1})(in));
+}
+
+TEST(CustomTrainStep, AModelOfModelsLogsTheValuesItTracks) {
+  set_random_seed(22);
+  std::vector<float> x, y;
+  for (int i = 0; i < 32; ++i) {
+    const float a = static_cast<float>(i % 7) / 7.f, b = static_cast<float>(i % 5) / 5.f;
+    x.insert(x.end(), {a, b});
+    y.push_back(2.f * a - b + 0.5f);
+  }
+  const auto data = data::Dataset::from_tensor_slices({Tensor::from_vector(x, {32, 2}), Tensor::from_vector(y, {32, 1})})
+                        .batch(8);
+  auto impl = std::make_shared<TwoModels>(linear(), linear());
+  impl->compile(optimizers::SGD(0.2), optimizers::SGD(0.05));
+  Model model(impl);
+  const callbacks::History h = model.fit(data, {.epochs = 6, .verbose = 0});
+  EXPECT_EQ(h.keys(), (std::vector<std::string>{"first_mse", "second_mse"}));
+  // Each is the mean of its epoch's four steps, and the faster learner is ahead.
+  for (const char* key : {"first_mse", "second_mse"}) EXPECT_LT(h[key].back(), 0.5 * h[key].front()) << key;
+  EXPECT_LT(h["first_mse"].back(), h["second_mse"].back());
+  const callbacks::Logs logs = model->training_loop().logs();
+  EXPECT_DOUBLE_EQ(*logs.get("first_mse"), h["first_mse"].back());
+
+  const auto expect_error = [&](const std::string& name, const Tensor& value, const std::string& needle) {
+    try {
+      model->training_loop().track_metric(name, value);
+      ADD_FAILURE() << "no exception for " << name;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error("loss", Tensor::full({1}, 1.f), "track_loss()");
+  expect_error("", Tensor::full({1}, 1.f), "an empty name");
+  expect_error("other", Tensor::full({2}, 1.f), "one float32 value, got float32 (2,)");
+}
+
 }  // namespace
 }  // namespace tower
