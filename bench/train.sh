@@ -12,7 +12,7 @@ echo "$("$build/bin/bench_cpu_isa"); $(python3 "$here/torch_isa.py")"
 frameworks="torch keras"
 python3 -c "import tensorflow, keras" 2>/dev/null || { frameworks=torch; echo "keras: skipped (pip install tensorflow-cpu keras)"; }
 results=""
-for model in mlp convnet; do
+for model in mlp convnet se_convnet; do
   results+=$("$build/bin/bench_train" "$model" "$epochs")$'\n'
   for fw in $frameworks; do
     results+=$(python3 "$here/train_reference.py" "$fw" "$model" "$epochs" 2>/dev/null)$'\n'

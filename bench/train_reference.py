@@ -1,6 +1,6 @@
 """PyTorch and Keras (TensorFlow) sides of bench/train.cpp: same models, data, optimizer, batch and threads.
 
-    python3 bench/train_reference.py torch|keras mlp|convnet [epochs=2] [batch=128] [data folder]
+    python3 bench/train_reference.py torch|keras mlp|convnet|se_convnet [epochs=2] [batch=128] [data folder]
 
 Prints one JSON line. Needs `pip install torch tensorflow-cpu keras numpy`. Reads the real Fashion-MNIST from
 Debian's dataset-fashion-mnist package, or from the folder given. PyTorch runs on the CPU, or on the device
@@ -49,9 +49,22 @@ def run_torch(which, epochs, batch):
     if which == "mlp":
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                               nn.Linear(256, 10))
-    else:
+    elif which == "convnet":
         model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    else:
+        class SqueezeExcite(nn.Module):  # examples/custom_layer.cpp's block: no biases, ratio 4
+            def __init__(self, channels, ratio=4):
+                super().__init__()
+                self.squeeze = nn.Linear(channels, channels // ratio, bias=False)
+                self.excite = nn.Linear(channels // ratio, channels, bias=False)
+
+            def forward(self, x):  # NCHW
+                gate = torch.sigmoid(self.excite(torch.relu(self.squeeze(x.mean(dim=(2, 3))))))
+                return x * gate[:, :, None, None]
+
+        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                              SqueezeExcite(64), nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
     device = torch.device(os.environ.get("TOWER_TORCH_DEVICE", "cpu"))
     model = model.to(device)
     x, y, xt, yt = load()
@@ -89,11 +102,24 @@ def run_keras(which, epochs, batch):
     from keras import layers
 
     keras.utils.set_random_seed(1)
+    from keras import ops
+
+    class SqueezeExcite(layers.Layer):
+        def build(self, shape):
+            c = shape[-1]
+            self.squeeze = self.add_weight(shape=(c, c // 4), initializer="glorot_uniform")
+            self.excite = self.add_weight(shape=(c // 4, c), initializer="glorot_uniform")
+
+        def call(self, x):
+            gate = ops.sigmoid(ops.matmul(ops.relu(ops.matmul(ops.mean(x, axis=(1, 2)), self.squeeze)), self.excite))
+            return x * gate[:, None, None, :]
+
     if which == "mlp":
         body = [layers.Flatten(), layers.Dense(256, activation="relu"), layers.Dense(256, activation="relu")]
     else:
-        body = [layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(), layers.Conv2D(64, 3, activation="relu"),
-                layers.MaxPooling2D(), layers.Flatten(), layers.Dropout(0.5)]
+        body = [layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(), layers.Conv2D(64, 3, activation="relu")]
+        body += [SqueezeExcite()] if which == "se_convnet" else []
+        body += [layers.MaxPooling2D(), layers.Flatten(), layers.Dropout(0.5)]
     model = keras.Sequential([keras.Input((28, 28, 1))] + body + [layers.Dense(10, activation="softmax")])
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy",
                   metrics=["sparse_categorical_accuracy"])

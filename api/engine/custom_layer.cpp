@@ -82,7 +82,10 @@ void CustomLayer::forward(const ForwardContext& ctx) {
 void CustomLayer::backward(const BackwardContext& ctx) {
   auto& st = ctx.get_state<CallState>();
   std::vector<Tensor> seeds(ctx.grad_outputs.begin(), ctx.grad_outputs.end());
-  std::vector<Tensor> sources = st.inputs;
+  // Inputs whose gradient the plan does not ask for (a model's input) are no sources: nothing is computed for them.
+  std::vector<Tensor> sources;
+  for (std::size_t i = 0; i < st.inputs.size(); ++i)
+    sources.push_back(i < ctx.grad_inputs.size() && ctx.grad_inputs[i].defined() ? st.inputs[i] : Tensor());
   const std::vector<VariablePtr> trainable = trainable_weights();
   if (!ctx.weight_grads.empty())
     for (const VariablePtr& v : trainable) sources.push_back(v->value);

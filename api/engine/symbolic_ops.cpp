@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/engine/custom_layer.h"
+#include "api/ops/einsum.h"
 #include "api/ops/ops.h"
 
 namespace tower::ops {
@@ -90,6 +91,33 @@ SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims
 SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
   axes = without_batch("mean", x, std::move(axes));
   return node("mean", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::mean(t[0], axes, keepdims); });
+}
+
+SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("matmul", a, b, &ops::matmul); }
+
+SymbolicTensor reshape(const SymbolicTensor& x, Shape shape) {
+  if (shape.rank() == 0 || shape[0] != -1)
+    throw std::invalid_argument("ops.reshape: shape " + shape.to_string() + " for " + x.shape().to_string() +
+                                " must start with -1, the batch axis, which a node keeps");
+  return node("reshape", {x}, [shape](const std::vector<Tensor>& t) { return ops::reshape(t[0], shape); });
+}
+
+SymbolicTensor transpose(const SymbolicTensor& x, std::vector<int> perm) {
+  if (perm.empty() || perm[0] != 0)
+    throw std::invalid_argument("ops.transpose: the axes of a node's transpose of " + x.shape().to_string() +
+                                " must start with 0, the batch axis, which a node keeps");
+  return node("transpose", {x}, [perm](const std::vector<Tensor>& t) { return ops::transpose(t[0], perm); });
+}
+
+SymbolicTensor concatenate(const std::vector<SymbolicTensor>& xs, int axis) {
+  if (!xs.empty() && (axis == 0 || axis == -xs.front().shape().rank()))
+    throw std::invalid_argument("ops.concatenate: axis " + std::to_string(axis) + " of " + xs.front().shape().to_string() +
+                                " is the batch axis, which a node keeps");
+  return node("concatenate", xs, [axis](const std::vector<Tensor>& t) { return ops::concatenate(t, axis); });
+}
+
+SymbolicTensor einsum(const std::string& equation, const SymbolicTensor& a, const SymbolicTensor& b) {
+  return node("einsum", {a, b}, [equation](const std::vector<Tensor>& t) { return ops::einsum(equation, t[0], t[1]); });
 }
 
 }  // namespace tower::ops

@@ -9,6 +9,7 @@
 // The nodes are named after their op ("multiply", "multiply_1", ...). Their functions are C++ code, which a config
 // cannot hold: such a model trains, predicts and saves its weights, but saving the whole model (or a strategy that
 // rebuilds it from its config) throws, naming the node; write a CustomLayer with get_config for that.
+#include <string>
 #include <vector>
 
 #include "api/engine/node.h"
@@ -38,6 +39,13 @@ SymbolicTensor clip(const SymbolicTensor& x, float lo, float hi);
 // Over axes other than the batch axis (0), which a node keeps.
 SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
 SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+// Shapes name the batch axis as the first: a node keeps it, so reshape's shape starts with -1 and transpose's
+// perm with 0, and concatenate joins along another axis.
+SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor reshape(const SymbolicTensor& x, Shape shape);
+SymbolicTensor transpose(const SymbolicTensor& x, std::vector<int> perm);
+SymbolicTensor concatenate(const std::vector<SymbolicTensor>& xs, int axis = -1);
+SymbolicTensor einsum(const std::string& equation, const SymbolicTensor& a, const SymbolicTensor& b);
 
 }  // namespace tower::ops
 

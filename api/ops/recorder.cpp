@@ -22,6 +22,7 @@ struct Open {
 std::mutex open_mutex;
 std::unordered_map<std::thread::id, std::vector<Open>> open_recorders;
 thread_local int pauses = 0;
+thread_local const std::vector<bool>* needed_inputs = nullptr;
 
 std::vector<Open> open_here() {
   const std::lock_guard<std::mutex> lock(open_mutex);
@@ -64,6 +65,13 @@ RecordingScope::~RecordingScope() {
   }
 }
 
+bool input_needs_gradient(std::size_t k) {
+  return needed_inputs == nullptr || k >= needed_inputs->size() || (*needed_inputs)[k];
+}
+
+NeededInputs::NeededInputs(const std::vector<bool>* needed) : previous_(needed_inputs) { needed_inputs = needed; }
+NeededInputs::~NeededInputs() { needed_inputs = previous_; }
+
 PauseRecording::PauseRecording() { ++pauses; }
 PauseRecording::~PauseRecording() { --pauses; }
 
@@ -99,16 +107,29 @@ void Recording::record(const Record& r) {
 std::vector<Tensor> Recording::gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
                                          const std::vector<Tensor>& sources) const {
   const PauseRecording pause;
+  // Which values lead back to a source (a source, or the result of an op with such an input): only their
+  // gradients are computed.
+  std::vector<bool> leads(values_.size(), false);
+  for (const Tensor& s : sources)
+    if (const int v = value_of(s); v >= 0) leads[static_cast<std::size_t>(v)] = true;
+  for (const Node& n : nodes_)
+    for (int i : n.inputs)
+      if (i >= 0 && leads[static_cast<std::size_t>(i)]) leads[static_cast<std::size_t>(n.output)] = true;
   std::vector<Tensor> g(values_.size());
   const auto accumulate = [&](int v, const Tensor& contribution) {
-    if (v < 0 || !contribution.defined()) return;
+    if (v < 0 || !contribution.defined() || !leads[static_cast<std::size_t>(v)]) return;
     Tensor& slot = g[static_cast<std::size_t>(v)];
     slot = slot.defined() ? add(slot, contribution) : contribution;
   };
   for (std::size_t i = 0; i < outputs.size() && i < seeds.size(); ++i) accumulate(value_of(outputs[i]), seeds[i]);
+  std::vector<bool> needed;
   for (auto n = nodes_.rbegin(); n != nodes_.rend(); ++n) {
     const Tensor& go = g[static_cast<std::size_t>(n->output)];
     if (!go.defined()) continue;
+    needed.assign(n->inputs.size(), false);
+    for (std::size_t k = 0; k < n->inputs.size(); ++k)
+      needed[k] = n->inputs[k] >= 0 && leads[static_cast<std::size_t>(n->inputs[k])];
+    const NeededInputs marks(&needed);
     const std::vector<Tensor> gi = n->backward(go);
     for (std::size_t k = 0; k < gi.size() && k < n->inputs.size(); ++k) accumulate(n->inputs[k], gi[k]);
   }

@@ -73,6 +73,25 @@ class Recording final : public Recorder {
   std::unordered_map<const void*, int> by_address_;  // the latest value at each address
 };
 
+// While a recorded backward runs on this thread (Recording::gradients, GradientTape::gradient): whether its input k
+// leads to a source the gradients are asked for. A backward may return an undefined Tensor for an input that does
+// not, and skip computing it (matmul skips one of its two products: a first layer's input gradient). True outside
+// a backward, and for an input the running differentiator did not mark.
+bool input_needs_gradient(std::size_t k);
+
+// Marks, for the backward functions run while it lives on this thread, which of their inputs need gradients:
+// needed[k] for input k (the differentiators set it before each backward call).
+class NeededInputs {
+ public:
+  explicit NeededInputs(const std::vector<bool>* needed);
+  ~NeededInputs();
+  NeededInputs(const NeededInputs&) = delete;
+  NeededInputs& operator=(const NeededInputs&) = delete;
+
+ private:
+  const std::vector<bool>* previous_;
+};
+
 // While alive, nothing is recorded on this thread (a tape computing gradients, stop_gradient).
 class PauseRecording {
  public:

@@ -476,6 +476,9 @@ void GradientTape::backward_node(const Node& node, Grads& grads) {
   const bool one = grads.one[out];
   if (node.op == Op::loss) return backward_loss(node, g, grads);
   if (node.op == Op::recorded) {
+    std::vector<bool> needed(node.inputs.size());
+    for (std::size_t k = 0; k < needed.size(); ++k) needed[k] = node.inputs[k] >= 0;  // constants need none
+    const ops::NeededInputs marks(&needed);
     const std::vector<Tensor> inputs = node.backward(g);
     for (std::size_t i = 0; i < inputs.size() && i < node.inputs.size(); ++i)
       if (inputs[i].defined()) grads.add(node.inputs[i], inputs[i]);

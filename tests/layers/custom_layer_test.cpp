@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,43 @@ TEST(CustomLayer, SavesLoadsByNameAndPredictsTheSame) {
   const Tensor x = testing::random_tensor({3, 5, 5, 4}, 3);
   EXPECT_EQ(copy.predict(x).to_vector(), model.predict(x).to_vector());
   EXPECT_EQ(copy->get_layer("se")->get_config().at("ratio").as_int(), 4);
+}
+
+// A model with a registered CustomLayer goes through a file (Model::save / load) and trains under MirroredStrategy,
+// whose replicas are rebuilt from the model's config, as on one replica.
+TEST(CustomLayer, SavesToAFileAndTrainsUnderMirroredStrategyAsOnOneReplica) {
+  set_random_seed(14);
+  const auto make = [] {
+    auto in = Input({5, 5, 4});
+    auto se = apply<SqueezeExcite>({.ratio = 2, .name = "se"}, layers::Conv2D({.filters = 4, .kernel_size = 3})(in));
+    return Model({in}, {layers::Dense({.units = 3, .activation = "softmax"})(layers::Flatten()(se))});
+  };
+  Model single = make();
+  const std::string path = ::testing::TempDir() + "custom_layer_model.tower";
+  single.save(path);
+  Model loaded = Model::load(path);
+  const Tensor x = testing::random_tensor({16, 5, 5, 4}, 4);
+  EXPECT_EQ(loaded.predict(x).to_vector(), single.predict(x).to_vector());
+
+  distribute::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  std::optional<Model> mirrored;
+  {
+    const distribute::StrategyScope scope = strategy.scope();
+    mirrored.emplace(make());
+    mirrored->compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy());
+  }
+  mirrored->set_weights(single.get_weights());
+  single.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy());
+  const auto data = data::Dataset::from_tensor_slices({x, labels(16)}).batch(8);
+  const callbacks::History a = single.fit(data, {.epochs = 3, .verbose = 0});
+  const callbacks::History b = mirrored->fit(data, {.epochs = 3, .verbose = 0});
+  for (std::size_t e = 0; e < a["loss"].size(); ++e) EXPECT_NEAR(b["loss"][e], a["loss"][e], 1e-5) << e;
+  const std::vector<Tensor> wa = single.get_weights(), wb = mirrored->get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i) {
+    const std::vector<float> va = wa[i].to_vector(), vb = wb[i].to_vector();
+    for (std::size_t j = 0; j < va.size(); ++j) EXPECT_NEAR(vb[j], va[j], 1e-5) << "weight " << i << ", " << j;
+  }
+  EXPECT_LT(a["loss"].back(), a["loss"].front());
 }
 
 TEST(CustomLayer, ACallThatFailsOnItsShapesNamesTheLayer) {
