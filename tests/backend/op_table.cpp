@@ -902,9 +902,8 @@ void gemm_batched_cases(std::vector<OpCase>& t) {
                  },
                  [=](OpBuffers& b) {
                    for (Index e = 0; e < batch; ++e) {
-                     const std::vector<float> a(b.in[0].begin() + e * stride_a, b.in[0].begin() + e * stride_a + a_size);
-                     const std::vector<float> bb(b.in[1].begin() + e * stride_b,
-                                                 b.in[1].begin() + e * stride_b + b_size);
+                     const auto a0 = b.in[0].begin() + e * stride_a, b0 = b.in[1].begin() + e * stride_b;
+                     const std::vector<float> a(a0, a0 + a_size), bb(b0, b0 + b_size);
                      for (Index r = 0; r < m; ++r)
                        for (Index c = 0; c < n; ++c) {
                          float& y = b.out[0][e * stride_c + r * ldc + c];
@@ -1113,8 +1112,8 @@ void cast_cases(std::vector<OpCase>& t) {
                  [=](OpBuffers& b) {
                    for (Index k = 0; k < n; ++k) {
                      const double whole = std::trunc(double(b.in[0][k]));
-                     b.out[0][k] = float(via == DType::uint8 ? double(static_cast<std::uint8_t>(static_cast<int>(whole)))
-                                                             : whole);
+                     const auto low_bits = static_cast<std::uint8_t>(static_cast<int>(whole));
+                     b.out[0][k] = float(via == DType::uint8 ? double(low_bits) : whole);
                    }
                  }});
   t.push_back({"cast", "cast(n=1003, float32 -> int32 -> int64 -> uint8 -> float32)", {n}, {n}, -300, 300, false, 0,

@@ -1,6 +1,6 @@
 #pragma once
-// Element-wise arithmetic of Backend::fill, add, sub, mul, unary, select, axpby, scale_shift and add_bias, one output element
-// per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
+// Element-wise arithmetic of Backend::fill, add, sub, mul, unary, select, axpby, scale_shift and add_bias, one output
+// element per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
 // for_each (cuda/launch.cuh). Each writes only element i of its output (add_bias: the element at flat index i),
 // so an output may alias an input.
 #include <cmath>
