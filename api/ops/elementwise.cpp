@@ -75,7 +75,20 @@ Tensor binary(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
         return std::vector<Tensor>{reduce_to(ga, a.shape()), reduce_to(gb, b.shape())};
       };
       break;
+    case BinaryOp::power:  // TensorFlow's: b a^(b-1) for a; y log(a) for b where a > 0, 0 elsewhere
+      backward = [a, b, y](const Tensor& g) {
+        const Tensor zero = scalar(0.f, a.device());
+        const Tensor ga = multiply(g, multiply(b, power(a, subtract(b, scalar(1.f, b.device())))));
+        const Tensor log_a = where(greater(a, zero), log(a), zero);
+        return std::vector<Tensor>{reduce_to(ga, a.shape()), reduce_to(multiply(g, multiply(y, log_a)), b.shape())};
+      };
+      break;
     case BinaryOp::equal:
+    case BinaryOp::not_equal:
+    case BinaryOp::less:
+    case BinaryOp::less_equal:
+    case BinaryOp::greater:
+    case BinaryOp::greater_equal:
       backward = [](const Tensor&) { return std::vector<Tensor>{Tensor(), Tensor()}; };
       break;
   }
@@ -109,7 +122,34 @@ Tensor multiply(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mult
 Tensor divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::divide, "divide", a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, "maximum", a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, "minimum", a, b); }
+Tensor power(const Tensor& a, const Tensor& b) { return binary(BinaryOp::power, "power", a, b); }
 Tensor equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::equal, "equal", a, b); }
+Tensor not_equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::not_equal, "not_equal", a, b); }
+Tensor less(const Tensor& a, const Tensor& b) { return binary(BinaryOp::less, "less", a, b); }
+Tensor less_equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::less_equal, "less_equal", a, b); }
+Tensor greater(const Tensor& a, const Tensor& b) { return binary(BinaryOp::greater, "greater", a, b); }
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::greater_equal, "greater_equal", a, b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  require_float("where", cond, "the condition");
+  require_float("where", a, "the first operand");
+  require_float("where", b, "the second operand");
+  require_same_device("where", cond, a);
+  require_same_device("where", a, b);
+  const Shape pair = backend::broadcast_shapes(cond.shape(), a.shape(), "ops.where");
+  const Shape out = backend::broadcast_shapes(pair, b.shape(), "ops.where");
+  const Tensor c = stretched(cond, out, "ops.where"), ta = stretched(a, out, "ops.where"),
+               tb = stretched(b, out, "ops.where");
+  Tensor y(out, DType::float32, a.device());
+  if (y.numel() > 0) be(a).select(c.data<float>(), ta.data<float>(), tb.data<float>(), y.data<float>(), y.numel());
+  const Shape sa = a.shape(), sb = b.shape();
+  return recorded("where", {cond, a, b}, y, [c, sa, sb](const Tensor& g) {
+    const Tensor zero = scalar(0.f, g.device());
+    return std::vector<Tensor>{Tensor(), reduce_to(where(c, g, zero), sa), reduce_to(where(c, zero, g), sb)};
+  });
+}
 
 Tensor negative(const Tensor& x) {
   require_float("negative", x, "the operand");
@@ -146,6 +186,29 @@ Tensor sqrt(const Tensor& x) {
   Tensor y = unary_raw(UnaryOp::sqrt, x);
   return recorded("sqrt", {x}, y, [y](const Tensor& g) {
     return std::vector<Tensor>{divide(g, multiply(y, scalar(2.f, y.device())))};
+  });
+}
+
+Tensor log1p(const Tensor& x) {
+  require_float("log1p", x, "the operand");
+  return recorded("log1p", {x}, unary_raw(UnaryOp::log1p, x), [x](const Tensor& g) {
+    return std::vector<Tensor>{divide(g, add(x, scalar(1.f, x.device())))};
+  });
+}
+
+Tensor rsqrt(const Tensor& x) {
+  require_float("rsqrt", x, "the operand");
+  Tensor y = unary_raw(UnaryOp::rsqrt, x);
+  return recorded("rsqrt", {x}, y, [y](const Tensor& g) {  // d x^(-1/2) = -x^(-3/2) / 2 = -y^3 / 2
+    return std::vector<Tensor>{multiply(g, multiply(square(y), multiply(y, scalar(-0.5f, y.device()))))};
+  });
+}
+
+Tensor erf(const Tensor& x) {
+  require_float("erf", x, "the operand");
+  return recorded("erf", {x}, unary_raw(UnaryOp::erf, x), [x](const Tensor& g) {  // 2 / sqrt(pi) exp(-x^2)
+    return std::vector<Tensor>{
+        multiply(g, multiply(exp(negative(square(x))), scalar(1.1283791670955126f, x.device())))};
   });
 }
 

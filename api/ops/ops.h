@@ -29,8 +29,20 @@ Tensor divide(const Tensor& a, const Tensor& b);
 // The gradient of a tie goes to a (TensorFlow's rule).
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
-// 1 where a == b, else 0; not differentiable (no gradient flows through it).
+// a ** b, NumPy's float power (a negative a to a non-integer b is NaN). The gradients are TensorFlow's: b a^(b-1)
+// for a, and y log(a) for b where a > 0, 0 elsewhere.
+Tensor power(const Tensor& a, const Tensor& b);
+// 1 where the comparison holds, else 0 (NaN compares unequal to everything); not differentiable (no gradient flows
+// through them).
 Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
+Tensor less(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
+Tensor greater(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+// a where cond is non-zero, b elsewhere, the three broadcast together. The gradient flows to a where cond holds and
+// to b elsewhere; cond (a float32 mask, as the comparisons give) gets none.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // ---- element-wise, one operand ---------------------------------------------------------------------------------
 Tensor negative(const Tensor& x);
@@ -38,7 +50,10 @@ Tensor abs(const Tensor& x);   // the gradient at 0 is 0
 Tensor sign(const Tensor& x);  // not differentiable
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);  // log(1 + x), exact near 0
 Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);  // 1 / sqrt(x)
+Tensor erf(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
 Tensor tanh(const Tensor& x);
@@ -68,7 +83,9 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis = -1);
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 // x's elements in `shape` (the same count; one -1 is inferred).
 Tensor reshape(const Tensor& x, Shape shape);
-// [m, k] x [k, n] -> [m, n].
+// numpy.matmul: [..., m, k] x [..., k, n] -> [..., m, n], the batch axes (all but the last two) broadcast. A 1-D
+// first operand is a row [1, k] and a 1-D second a column [k, 1], the added axis removed from the result. The
+// gradients are summed onto each operand's own batch shape.
 Tensor matmul(const Tensor& a, const Tensor& b);
 // x, through which no gradient flows.
 Tensor stop_gradient(const Tensor& x);

@@ -15,20 +15,14 @@ namespace tower::ops {
 
 using namespace detail;
 
-using backend::BinaryOp;
-
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   require_float("broadcast_to", x, "the operand");
   const Shape out = backend::broadcast_shapes(x.shape(), shape, "ops.broadcast_to");
   if (out != shape)
     throw std::invalid_argument("ops.broadcast_to: " + x.shape().to_string() + " does not broadcast to " +
                                 shape.to_string());
-  Tensor y(shape, DType::float32, x.device());
-  if (y.numel() > 0) {
-    const Tensor zero = scalar(0.f, x.device());
-    be(x).broadcast_binary(BinaryOp::add, x.data<float>(), zero.data<float>(), y.data<float>(),
-                           backend::make_broadcast(shape, x.shape(), Shape{}, "ops.broadcast_to"));
-  }
+  // A copy even when nothing stretches: a tape tells values apart by their memory.
+  Tensor y = x.shape() == shape ? x.clone() : stretched(x, shape, "ops.broadcast_to");
   const Shape from = x.shape();
   return recorded("broadcast_to", {x}, y, [from](const Tensor& g) { return std::vector<Tensor>{reduce_to(g, from)}; });
 }

@@ -126,6 +126,22 @@ int check(const Case& c, int draws, bool report) {
   return bad;
 }
 
+Tensor flat(const Tensor& t) { return ops::reshape(t, Shape{t.numel()}); }
+
+// A fixed tensor of `shape`: values in [-0.7, 0.8] from the element index.
+Tensor fixed(const Shape& shape) {
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(i % 7) - 0.7f;
+  return Tensor::from_vector(v, shape);
+}
+
+// A fixed float32 mask of `shape`: 1 but at every third element.
+Tensor mask(const Shape& shape) {
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 3 == 0 ? 0.f : 1.f;
+  return Tensor::from_vector(v, shape);
+}
+
 std::vector<Case> cases() {
   using V = std::vector<Tensor>;
   return {
@@ -181,6 +197,27 @@ std::vector<Case> cases() {
          for (std::size_t i = 0; i < m.size(); ++i) m[i] = 0.25f * static_cast<float>(i % 7) - 0.7f;
          const Tensor col = ops::reshape(x[0], Shape{n, 1}), row = ops::reshape(x[0], Shape{1, n});
          return ops::matmul(ops::matmul(Tensor::from_vector(m, Shape{3, n}), col), row);
+       }},
+      {"power", 2, [](const V& x) { return ops::power(x[0], x[1]); }, Values::positive},
+      {"log1p", 1, [](const V& x) { return ops::log1p(x[0]); }, Values::positive},
+      {"rsqrt", 1, [](const V& x) { return ops::rsqrt(x[0]); }, Values::positive},
+      {"erf", 1, [](const V& x) { return ops::erf(x[0]); }},
+      {"where, a mask of the first operand's shape", 2,
+       [](const V& x) { return ops::where(mask(x[0].shape()), x[0], ops::square(x[1])); }},
+      {"where, a mask of the second operand's shape", 2,
+       [](const V& x) { return ops::where(mask(x[1].shape()), ops::tanh(x[0]), x[1]); }},
+      {"where on a comparison", 2,
+       [](const V& x) { return ops::where(ops::greater(x[0], x[1]), x[0] * 2.f, x[1]); }, Values::grid},
+      {"matmul, batched, broadcast and with vectors", 2, [](const V& x) {
+         const Index n0 = x[0].numel(), n1 = x[1].numel();
+         const Tensor v = flat(x[0]);
+         // [1, n0, 1] shared by the n1 entries of [n1, 1, 1]; a fixed [2, 1, 3, n0] times the vector v; v times a
+         // fixed [n0, 2]; [n1, 1, 1] entry by entry with a fixed [n1, 1, 2], read in place.
+         const Tensor shared = ops::matmul(ops::reshape(x[0], Shape{1, n0, 1}), ops::reshape(x[1], Shape{n1, 1, 1}));
+         const Tensor column = ops::matmul(fixed(Shape{2, 1, 3, n0}), v);
+         const Tensor row = ops::matmul(v, fixed(Shape{n0, 2}));
+         const Tensor entries = ops::matmul(ops::reshape(ops::tanh(x[1]), Shape{n1, 1, 1}), fixed(Shape{n1, 1, 2}));
+         return ops::concatenate({flat(shared), flat(column), flat(row), flat(entries)}, 0);
        }},
       {"a composition", 2, [](const V& x) {
          return ops::sigmoid(ops::multiply(ops::tanh(x[0]), x[1])) + ops::mean(ops::square(x[0]));

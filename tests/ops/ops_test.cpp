@@ -1,8 +1,11 @@
 // tower::ops' values, errors and recording: NumPy's broadcasting and reductions, errors that name the op and the
-// shapes, and a GradientTape that records ops on watched tensors and on a model's outputs, and nothing else.
+// shapes, and a GradientTape that records ops on watched tensors and on a model's outputs, and nothing else; each op
+// against NumPy's results on small cases, with gradients worked out by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -172,6 +175,163 @@ TEST(Ops, ATapeDeletedOnAnotherThreadStopsRecordingOnItsOwn) {
   std::thread([&] { tape.reset(); }).join();
   EXPECT_FALSE(ops::recording());
   EXPECT_EQ(ops::square(x).to_vector(), (std::vector<float>{1, 4, 9}));
+}
+
+// ---- the newer ops: NumPy's values on small cases, gradients worked out by hand, every error --------------------
+
+Tensor arange(Index n, Shape shape) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  return floats(v, std::move(shape));
+}
+
+// d sum(f(x) * w) / dx on a tape (w = ones when undefined).
+Tensor gradient_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& x, Tensor w = Tensor()) {
+  GradientTape tape;
+  tape.watch(x);
+  const Tensor y = f(x);
+  const Tensor loss = ops::sum(w.defined() ? y * w : y);
+  return tape.gradient(loss, std::vector<Tensor>{x}, UnconnectedGradients::zero)[0];
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, float tolerance = 1e-6f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+      continue;
+    }
+    EXPECT_NEAR(got[i], want[i], tolerance * (1.f + std::fabs(want[i]))) << i;
+  }
+}
+
+void expect_message(const std::function<void()>& f, const std::string& part) {
+  const std::string msg = message_of(f);
+  EXPECT_NE(msg.find(part), std::string::npos) << "expected \"" << part << "\" in \"" << msg << "\"";
+}
+
+TEST(Ops, PowerAndTheNewElementWiseFunctions) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // np.power(np.float32([-2, 0, 2]), np.float32([0.5, 0, -1]))
+  expect_near(ops::power(floats({-2, 0, 2}, Shape{3}), floats({0.5, 0, -1}, Shape{3})).to_vector(), {nan, 1, 0.5});
+  expect_near(ops::power(floats({1, 2, 3}, Shape{3, 1}), floats({2, 3}, Shape{2})).to_vector(), {1, 1, 4, 8, 9, 27});
+  expect_near(ops::log1p(floats({0, 1e-7f, 1}, Shape{3})).to_vector(), {0, 1e-7f, std::log(2.f)});
+  expect_near(ops::rsqrt(floats({4, 0.25}, Shape{2})).to_vector(), {0.5, 2});
+  expect_near(ops::erf(floats({0, 0.5, -2}, Shape{3})).to_vector(), {0, 0.5204999f, -0.9953223f});
+  // Gradients: TensorFlow's for power (log(a) only where a > 0), and the derivatives of the others.
+  const Tensor a = floats({2, -3, 0.5}, Shape{3}), b = floats({3, 2, -1}, Shape{3});
+  expect_near(gradient_of([&](const Tensor& x) { return ops::power(x, b); }, a).to_vector(), {12, -6, -4});
+  expect_near(gradient_of([&](const Tensor& x) { return ops::power(a, x); }, b).to_vector(),
+              {8 * std::log(2.f), 0, 2 * std::log(0.5f)});
+  expect_near(gradient_of([](const Tensor& x) { return ops::log1p(x); }, floats({1, 3}, Shape{2})).to_vector(),
+              {0.5, 0.25});
+  expect_near(gradient_of([](const Tensor& x) { return ops::rsqrt(x); }, floats({4}, Shape{1})).to_vector(),
+              {-1.f / 16});
+  expect_near(gradient_of([](const Tensor& x) { return ops::erf(x); }, floats({0}, Shape{1})).to_vector(),
+              {1.1283792f});
+}
+
+TEST(Ops, ComparisonsGiveMasksAndWhereSelectsWithBroadcasting) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = floats({1, 2, 3, nan}, Shape{4}), two = ops::scalar(2.f);
+  EXPECT_EQ(ops::not_equal(a, two).to_vector(), (std::vector<float>{1, 0, 1, 1}));
+  EXPECT_EQ(ops::less(a, two).to_vector(), (std::vector<float>{1, 0, 0, 0}));
+  EXPECT_EQ(ops::less_equal(a, two).to_vector(), (std::vector<float>{1, 1, 0, 0}));
+  EXPECT_EQ(ops::greater(a, two).to_vector(), (std::vector<float>{0, 0, 1, 0}));
+  EXPECT_EQ(ops::greater_equal(a, two).to_vector(), (std::vector<float>{0, 1, 1, 0}));
+  // np.where(cond [2, 1], a [3], b []) -> [2, 3].
+  const Tensor cond = floats({1, 0}, Shape{2, 1}), x = floats({1, 2, 3}, Shape{3});
+  const Tensor y = ops::where(cond, x, ops::scalar(-1.f));
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{1, 2, 3, -1, -1, -1}));
+  // The gradient reaches x where cond holds, the scalar elsewhere (summed onto its shape), cond never.
+  const Tensor w = floats({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  GradientTape tape;
+  const Tensor s = ops::scalar(-1.f);
+  tape.watch(x);
+  tape.watch(s);
+  tape.watch(cond);
+  const std::vector<Tensor> g =
+      tape.gradient(ops::sum(ops::where(cond, x, s) * w), std::vector<Tensor>{x, s, cond}, UnconnectedGradients::zero);
+  EXPECT_EQ(g[0].to_vector(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(g[1].to_vector(), std::vector<float>{15});
+  EXPECT_EQ(g[2].to_vector(), (std::vector<float>{0, 0}));
+  // No gradient flows through a comparison.
+  expect_near(gradient_of([&](const Tensor& v) { return ops::greater(v, two) * v; }, a).to_vector(), {0, 0, 1, 0});
+}
+
+// Each [m, n] product of numpy.matmul, computed naively: a [.., m, k] and b [.., k, n] read at batch entries ia, ib.
+std::vector<float> naive_product(const std::vector<float>& a, Index ia, const std::vector<float>& b, Index ib, Index m,
+                                 Index k, Index n) {
+  std::vector<float> c(static_cast<std::size_t>(m * n), 0.f);
+  for (Index i = 0; i < m; ++i)
+    for (Index j = 0; j < n; ++j)
+      for (Index q = 0; q < k; ++q) c[i * n + j] += a[ia * m * k + i * k + q] * b[ib * k * n + q * n + j];
+  return c;
+}
+
+TEST(Ops, MatmulBroadcastsBatchAxesAndPromotesVectors) {
+  // [2, 1, 3, 4] x [5, 4, 6] -> [2, 5, 3, 6]: entry (i, j) is a[i, 0] b[j].
+  const Tensor a = testing::random_tensor({2, 1, 3, 4}, 3), b = testing::random_tensor({5, 4, 6}, 4);
+  const Tensor y = ops::matmul(a, b);
+  ASSERT_EQ(y.shape(), (Shape{2, 5, 3, 6}));
+  const std::vector<float> av = a.to_vector(), bv = b.to_vector(), yv = y.to_vector();
+  for (Index i = 0; i < 2; ++i)
+    for (Index j = 0; j < 5; ++j) {
+      const std::vector<float> want = naive_product(av, i, bv, j, 3, 4, 6);
+      for (Index e = 0; e < 18; ++e) EXPECT_NEAR(yv[(i * 5 + j) * 18 + e], want[e], 1e-5) << i << "," << j << "," << e;
+    }
+  // Vectors: [4] x [2, 4, 6] -> [2, 6]; [2, 3, 4] x [4] -> [2, 3]; [4] x [4] -> a scalar.
+  const Tensor v = floats({1, 2, 3, 4}, Shape{4});
+  EXPECT_EQ(ops::matmul(v, ops::reshape(arange(48, Shape{48}), Shape{2, 4, 6})).shape(), (Shape{2, 6}));
+  EXPECT_EQ(ops::matmul(v, ops::reshape(arange(24, Shape{24}), Shape{4, 6})).to_vector()[0], 0 + 12 + 36 + 72);
+  const Tensor right = ops::matmul(ops::reshape(arange(24, Shape{24}), Shape{2, 3, 4}), v);
+  EXPECT_EQ(right.shape(), (Shape{2, 3}));
+  EXPECT_EQ(right.to_vector()[1], 4 * 1 + 5 * 2 + 6 * 3 + 7 * 4);
+  const Tensor dot = ops::matmul(v, v);
+  EXPECT_EQ(dot.shape(), Shape{});
+  EXPECT_EQ(dot.to_vector()[0], 30);
+}
+
+TEST(Ops, MatmulGradientsAreSummedOntoEachOperandsOwnBatch) {
+  // a [1, 2, 3] is shared by b's 4 entries: da = sum over the batch of dY b^T; db = a^T dY for each entry.
+  const Tensor a = testing::random_tensor({1, 2, 3}, 5), b = testing::random_tensor({4, 3, 2}, 6);
+  GradientTape tape;
+  tape.watch(a);
+  tape.watch(b);
+  const std::vector<Tensor> g = tape.gradient(ops::sum(ops::matmul(a, b)), std::vector<Tensor>{a, b});
+  ASSERT_EQ(g[0].shape(), a.shape());
+  ASSERT_EQ(g[1].shape(), b.shape());
+  const std::vector<float> av = a.to_vector(), bv = b.to_vector(), ga = g[0].to_vector(), gb = g[1].to_vector();
+  for (Index i = 0; i < 2; ++i)
+    for (Index q = 0; q < 3; ++q) {
+      double want = 0;  // dY = ones: da[i, q] = sum over e, j of b[e, q, j]
+      for (Index e = 0; e < 4; ++e)
+        for (Index j = 0; j < 2; ++j) want += bv[(e * 3 + q) * 2 + j];
+      EXPECT_NEAR(ga[i * 3 + q], want, 1e-5);
+    }
+  for (Index e = 0; e < 4; ++e)
+    for (Index q = 0; q < 3; ++q)
+      for (Index j = 0; j < 2; ++j) EXPECT_NEAR(gb[(e * 3 + q) * 2 + j], av[q] + av[3 + q], 1e-5);
+  // [2, 1, 3] x [3] and its vector's gradient, summed over both rows.
+  const Tensor m = testing::random_tensor({2, 1, 3}, 7), v = testing::random_tensor({3}, 8);
+  const std::vector<float> mv = m.to_vector();
+  expect_near(gradient_of([&](const Tensor& x) { return ops::matmul(m, x); }, v).to_vector(),
+              {mv[0] + mv[3], mv[1] + mv[4], mv[2] + mv[5]}, 1e-5f);
+}
+
+TEST(Ops, ErrorsOfTheNewElementWiseOpsAndOfMatmulNameTheOpAndTheShapes) {
+  const Tensor a = Tensor::zeros(Shape{2, 3}), b = Tensor::zeros(Shape{4});
+  expect_message([&] { ops::power(a, b); }, "ops.power: shapes (2, 3) and (4,) do not broadcast");
+  expect_message([&] { ops::where(ops::scalar(1.f), a, b); }, "ops.where: shapes (2, 3) and (4,) do not broadcast");
+  expect_message([&] { ops::less(Tensor::zeros(Shape{2}, DType::int32), b); },
+                 "ops.less: the first operand must be float32, got int32");
+  expect_message([&] { ops::matmul(Tensor::zeros(Shape{2, 3, 4}), Tensor::zeros(Shape{3, 5})); },
+                 "ops.matmul: shapes (2, 3, 4) and (3, 5) do not multiply: inner sizes 4 and 3 differ");
+  expect_message([&] { ops::matmul(Tensor::zeros(Shape{2, 3, 4}), Tensor::zeros(Shape{3, 4, 5})); },
+                 "ops.matmul: shapes (2, 3, 4) and (3, 4, 5) do not multiply: their batch axes (2,) and (3,) do not "
+                 "broadcast");
+  expect_message([&] { ops::matmul(ops::scalar(1.f), b); }, "ops.matmul: shapes () and (4,) do not multiply");
 }
 
 }  // namespace

@@ -40,6 +40,18 @@ Tensor reduce_to(const Tensor& g, const Shape& shape) {
   return dx;
 }
 
+Tensor stretched(const Tensor& x, const Shape& shape, const std::string& what) {
+  if (x.shape() == shape) return x;
+  Tensor y(shape, DType::float32, x.device());
+  if (y.numel() > 0) {
+    Tensor zero(Shape{}, DType::float32, x.device());
+    zero.fill(0.f);
+    be(x).broadcast_binary(backend::BinaryOp::add, x.data<float>(), zero.data<float>(), y.data<float>(),
+                           backend::make_broadcast(shape, x.shape(), Shape{}, what));
+  }
+  return y;
+}
+
 std::vector<int> normalized_axes(const char* op, const Shape& shape, std::vector<int> axes) {
   if (axes.empty())
     for (int k = 0; k < shape.rank(); ++k) axes.push_back(k);

@@ -27,6 +27,10 @@ Tensor recorded(const char* op, std::vector<Tensor> inputs, Tensor output, Backw
 // g (of a broadcast result's shape) summed onto `shape`: the gradient of an operand that was stretched.
 Tensor reduce_to(const Tensor& g, const Shape& shape);
 
+// x stretched to `shape` (which x broadcasts to) by NumPy's rules, unrecorded; x itself when it has that shape.
+// Errors name `what`.
+Tensor stretched(const Tensor& x, const Shape& shape, const std::string& what);
+
 // The axes of `axes` (every axis when empty) as non-negative, sorted, without repeats; throws naming `op`.
 std::vector<int> normalized_axes(const char* op, const Shape& shape, std::vector<int> axes);
 
