@@ -12,6 +12,12 @@
 //
 // Errors name the op and the shapes (std::invalid_argument): shapes that do not broadcast, operands on two devices
 // or not float32, an axis out of range, matmul's inner sizes.
+//
+// Operands are float32 unless an op says otherwise: take and one_hot read int32, int64 or float32 indices, and cast
+// converts between any two of float32, int32, int64 and uint8.
+#include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "api/core/tensor.h"
@@ -83,6 +89,49 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis = -1);
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 // x's elements in `shape` (the same count; one -1 is inferred).
 Tensor reshape(const Tensor& x, Shape shape);
+// x with an axis of size 1 inserted at `axis` (-rank - 1 <= axis <= rank).
+Tensor expand_dims(const Tensor& x, int axis);
+// x without the size-1 axes `axes` (none: without every size-1 axis); throws when a named axis is not 1.
+Tensor squeeze(const Tensor& x, std::vector<int> axes = {});
+// The tensors, all of one shape, joined along a new axis `axis` (-rank - 1 <= axis <= rank).
+Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
+// x cut along `axis` into `sections` equal parts (throws when the axis does not divide), or at the increasing
+// indices `indices` (0 <= each <= the axis' size) into indices.size() + 1 parts, as numpy.split. A braced single
+// number, split(x, {2}), is a count of sections: write split(x, std::vector<Index>{2}) for one index.
+std::vector<Tensor> split(const Tensor& x, int sections, int axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<Index>& indices, int axis = 0);
+// The block of `shape` starting at `start_indices`, one of each per axis (keras.ops.slice); a size of -1 runs to
+// the end of its axis. Throws when the block does not lie inside x.
+Tensor slice(const Tensor& x, const std::vector<Index>& start_indices, const std::vector<Index>& shape);
+// x[begin[0]:end[0]:strides[0], ...], per axis as Python slices (TensorFlow's strided_slice without masks): negative
+// bounds count from the end, bounds are clamped to the axis (so an end of -size - 1 or less runs a negative stride
+// past index 0, and a large one a positive stride to the end), a negative stride steps backwards, 0 throws. The
+// three vectors have one entry per leading axis; the axes after them are taken whole.
+Tensor strided_slice(const Tensor& x, const std::vector<Index>& begin, const std::vector<Index>& end,
+                     const std::vector<Index>& strides);
+// The elements of x at `indices` along `axis` (none: of x flattened), numpy.take: the result has shape
+// x.shape[:axis] + indices.shape + x.shape[axis + 1:]. indices is an int32, int64 or float32 tensor (a float index
+// truncated toward zero) on x's device; a negative index counts from the end. An index outside [-size, size) throws,
+// naming its position and the axis' size (read back from the device). Differentiable in x: a repeated index adds
+// up its gradients.
+Tensor take(const Tensor& x, const Tensor& indices, std::optional<int> axis = std::nullopt);
+// A float32 tensor of indices.shape with an axis of num_classes (<= 2^24) inserted at `axis` (-1: last): 1 at the
+// position of each index, 0 elsewhere; an index outside [0, num_classes) gives a row of zeros (keras, TensorFlow).
+// indices is int32, int64 or float32 (truncated toward zero).
+Tensor one_hot(const Tensor& indices, Index num_classes, int axis = -1);
+// x with pad_width[k].first elements of constant_value before axis k and .second after it; pad_width has one pair
+// per axis, or one pair for every axis (numpy.pad's constant mode).
+Tensor pad(const Tensor& x, const std::vector<std::pair<Index, Index>>& pad_width, float constant_value = 0.f);
+// x repeated repeats[k] times along each axis (numpy.tile: a shorter repeats is padded with 1s in front, a longer
+// one gives x leading axes of 1).
+Tensor tile(const Tensor& x, const std::vector<Index>& repeats);
+// Each element of x repeated `repeats` times along `axis` (none: of x flattened), numpy.repeat.
+Tensor repeat(const Tensor& x, Index repeats, std::optional<int> axis = std::nullopt);
+// x converted to `dtype` (float32, int32, int64, uint8; backend::Backend::cast's rules: a float to an integer
+// truncates toward zero). x may have any of those dtypes. Differentiable from float32 to float32 only: a cast to an
+// integer dtype stops the gradient.
+Tensor cast(const Tensor& x, DType dtype);
+
 // numpy.matmul: [..., m, k] x [..., k, n] -> [..., m, n], the batch axes (all but the last two) broadcast. A 1-D
 // first operand is a row [1, k] and a 1-D second a column [k, 1], the added axis removed from the result. The
 // gradients are summed onto each operand's own batch shape.

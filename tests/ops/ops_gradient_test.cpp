@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/core/random.h"
@@ -142,6 +144,8 @@ Tensor mask(const Shape& shape) {
   return Tensor::from_vector(v, shape);
 }
 
+Tensor ints(std::vector<std::int32_t> values, Shape shape) { return Tensor::from_vector(values, std::move(shape)); }
+
 std::vector<Case> cases() {
   using V = std::vector<Tensor>;
   return {
@@ -219,6 +223,55 @@ std::vector<Case> cases() {
          const Tensor entries = ops::matmul(ops::reshape(ops::tanh(x[1]), Shape{n1, 1, 1}), fixed(Shape{n1, 1, 2}));
          return ops::concatenate({flat(shared), flat(column), flat(row), flat(entries)}, 0);
        }},
+      {"expand_dims, stack and squeeze", 1, [](const V& x) {
+         return ops::squeeze(ops::expand_dims(ops::stack({x[0], ops::square(x[0])}, -1), 0), {0});
+       }},
+      {"split into sections and at indices", 1, [](const V& x) {
+         const Tensor v = flat(x[0]);
+         const Index n = v.numel();
+         const std::vector<Tensor> at = ops::split(v, std::vector<Index>{n / 3, n / 2});
+         const std::vector<Tensor> halves = ops::split(ops::stack({x[0], ops::exp(x[0])}), 2);
+         return ops::concatenate({ops::tanh(at[0]), ops::square(at[1]), at[2], flat(halves[0] * halves[1])}, 0);
+       }},
+      {"slice to the end of each axis", 1, [](const V& x) {
+         std::vector<Index> start, shape;
+         for (Index d : x[0].shape()) {
+           start.push_back(d / 2);
+           shape.push_back(-1);
+         }
+         return ops::square(ops::slice(x[0], start, shape));
+       }},
+      {"strided_slice, negative and positive steps", 1, [](const V& x) {
+         std::vector<Index> begin, end, strides;
+         for (int k = 0; k < x[0].rank(); ++k) {
+           const bool back = k % 2 == 0;
+           begin.push_back(back ? -1 : 0);
+           end.push_back(back ? -1000 : 1000);
+           strides.push_back(back ? -2 : 1 + k % 3);
+         }
+         return ops::square(ops::strided_slice(x[0], begin, end, strides));
+       }},
+      {"take, negative and repeated indices", 1, [](const V& x) {
+         if (x[0].rank() == 0) return ops::take(x[0], ints({0, 0, -1}, Shape{3}));
+         const auto n = static_cast<std::int32_t>(x[0].dim(-1));
+         const Tensor indices = n == 0 ? ints({}, Shape{0}) : ints({n - 1, -1, 0, n / 2, -n, 0}, Shape{2, 3});
+         return ops::square(ops::take(x[0], indices, -1));
+       }},
+      {"take, flattened", 1, [](const V& x) {
+         const auto n = static_cast<std::int32_t>(x[0].numel());
+         return n == 0 ? ops::square(x[0]) : ops::take(x[0], ints({0, n - 1, -n, n / 2, n / 2}, Shape{5}));
+       }},
+      {"pad", 1, [](const V& x) {
+         std::vector<std::pair<Index, Index>> widths;
+         for (int k = 0; k < x[0].rank(); ++k) widths.push_back({k % 2, 2 - k % 3});
+         return ops::square(ops::pad(x[0], widths, 0.5f));
+       }},
+      {"tile", 1, [](const V& x) { return ops::tile(ops::tanh(x[0]), {2, 1, 3}) * ops::tile(x[0], {2, 1, 3}); }},
+      {"repeat, along the first axis and flattened", 1, [](const V& x) {
+         const Tensor along = x[0].rank() ? ops::repeat(x[0], 2, 0) : ops::repeat(x[0], 2);
+         return ops::concatenate({flat(ops::square(along)), ops::repeat(x[0], 3)}, 0);
+       }},
+      {"cast to float32", 1, [](const V& x) { return ops::cast(x[0], DType::float32) * x[0]; }},
       {"a composition", 2, [](const V& x) {
          return ops::sigmoid(ops::multiply(ops::tanh(x[0]), x[1])) + ops::mean(ops::square(x[0]));
        }},

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -179,6 +180,11 @@ TEST(Ops, ATapeDeletedOnAnotherThreadStopsRecordingOnItsOwn) {
 
 // ---- the newer ops: NumPy's values on small cases, gradients worked out by hand, every error --------------------
 
+std::vector<std::int32_t> ints(const Tensor& t) {
+  EXPECT_EQ(t.dtype(), DType::int32);
+  return std::vector<std::int32_t>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());
+}
+
 Tensor arange(Index n, Shape shape) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
@@ -332,6 +338,144 @@ TEST(Ops, ErrorsOfTheNewElementWiseOpsAndOfMatmulNameTheOpAndTheShapes) {
                  "ops.matmul: shapes (2, 3, 4) and (3, 4, 5) do not multiply: their batch axes (2,) and (3,) do not "
                  "broadcast");
   expect_message([&] { ops::matmul(ops::scalar(1.f), b); }, "ops.matmul: shapes () and (4,) do not multiply");
+}
+
+TEST(Ops, ExpandDimsSqueezeAndStack) {
+  const Tensor x = arange(6, Shape{2, 3});
+  EXPECT_EQ(ops::expand_dims(x, -1).shape(), (Shape{2, 3, 1}));
+  EXPECT_EQ(ops::expand_dims(x, 0).shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(ops::expand_dims(x, -3).shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(ops::squeeze(Tensor::zeros(Shape{1, 2, 1})).shape(), (Shape{2}));
+  EXPECT_EQ(ops::squeeze(Tensor::zeros(Shape{1, 2, 1}), {-1}).shape(), (Shape{1, 2}));
+  const Tensor s = ops::stack({x, x * 10.f}, -1);
+  EXPECT_EQ(s.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(s.to_vector(), (std::vector<float>{0, 0, 1, 10, 2, 20, 3, 30, 4, 40, 5, 50}));
+  EXPECT_EQ(ops::stack({x, x}).shape(), (Shape{2, 2, 3}));
+}
+
+TEST(Ops, SplitIntoSectionsOrAtIndices) {
+  const Tensor x = arange(12, Shape{2, 6});
+  const std::vector<Tensor> thirds = ops::split(x, 3, 1);
+  ASSERT_EQ(thirds.size(), 3u);
+  EXPECT_EQ(thirds[1].shape(), (Shape{2, 2}));
+  EXPECT_EQ(thirds[1].to_vector(), (std::vector<float>{2, 3, 8, 9}));
+  // np.split(x, [1, 5], axis=1) and a single index, which needs a vector.
+  const std::vector<Tensor> parts = ops::split(x, std::vector<Index>{1, 5}, 1);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].to_vector(), (std::vector<float>{0, 6}));
+  EXPECT_EQ(parts[1].shape(), (Shape{2, 4}));
+  EXPECT_EQ(parts[2].to_vector(), (std::vector<float>{5, 11}));
+  const std::vector<Tensor> rows = ops::split(x, std::vector<Index>{1});
+  EXPECT_EQ(rows[1].to_vector(), (std::vector<float>{6, 7, 8, 9, 10, 11}));
+  // Each part's gradient lands in its place.
+  expect_near(gradient_of([](const Tensor& v) { return ops::split(v, std::vector<Index>{1, 5}, 1)[2] * 3.f; }, x)
+                  .to_vector(),
+              {0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 3});
+}
+
+TEST(Ops, SliceAndStridedSliceWithNegativeStrides) {
+  const Tensor x = arange(12, Shape{3, 4});
+  EXPECT_EQ(ops::slice(x, {1, 1}, {2, -1}).to_vector(), (std::vector<float>{5, 6, 7, 9, 10, 11}));
+  // x[::-1, 3:0:-2] and x[-100:100, -1] of arange(12).reshape(3, 4).
+  const Tensor r = ops::strided_slice(x, {-1, 3}, {-100, 0}, {-1, -2});
+  EXPECT_EQ(r.shape(), (Shape{3, 2}));
+  EXPECT_EQ(r.to_vector(), (std::vector<float>{11, 9, 7, 5, 3, 1}));
+  EXPECT_EQ(ops::strided_slice(x, {-100, -1}, {100, 100}, {1, 1}).to_vector(), (std::vector<float>{3, 7, 11}));
+  EXPECT_EQ(ops::strided_slice(x, {0}, {3}, {2}).shape(), (Shape{2, 4}));  // later axes whole
+  EXPECT_EQ(ops::strided_slice(x, {2, 0}, {1, 4}, {1, 1}).shape(), (Shape{0, 4}));  // empty
+  // The gradients go back to the elements read.
+  expect_near(gradient_of([](const Tensor& v) { return ops::strided_slice(v, {-1, 3}, {-100, 0}, {-1, -2}); }, x)
+                  .to_vector(),
+              {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1});
+  expect_near(gradient_of([](const Tensor& v) { return ops::slice(v, {1, 1}, {2, 1}) * 2.f; }, x).to_vector(),
+              {0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0});
+}
+
+TEST(Ops, TakeWithNegativeAndRepeatedIndicesAndItsGradientAddingUp) {
+  const Tensor x = arange(6, Shape{2, 3});
+  const Tensor idx = Tensor::from_vector(std::vector<std::int32_t>{-1, 0, 0}, Shape{3});
+  const Tensor y = ops::take(x, idx, 1);
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{2, 0, 0, 5, 3, 3}));
+  expect_near(gradient_of([&](const Tensor& v) { return ops::take(v, idx, 1); }, x).to_vector(), {2, 0, 1, 2, 0, 1});
+  // Flattened, indices of shape [2, 2]; float indices truncated.
+  const Tensor grid = Tensor::from_vector(std::vector<std::int32_t>{5, -6, 1, 1}, Shape{2, 2});
+  const Tensor flat = ops::take(x, grid);
+  EXPECT_EQ(flat.shape(), (Shape{2, 2}));
+  EXPECT_EQ(flat.to_vector(), (std::vector<float>{5, 0, 1, 1}));
+  EXPECT_EQ(ops::take(x, floats({1.7f, -0.5f}, Shape{2}), 0).to_vector(), (std::vector<float>{3, 4, 5, 0, 1, 2}));
+  // x.shape[:axis] + indices.shape + x.shape[axis + 1:].
+  EXPECT_EQ(ops::take(Tensor::zeros(Shape{4, 6, 5}), grid, 1).shape(), (Shape{4, 2, 2, 5}));
+}
+
+TEST(Ops, OneHotGivesZeroRowsOutsideTheClasses) {
+  const Tensor idx = Tensor::from_vector(std::vector<std::int32_t>{0, -1, 3, 5}, Shape{4});
+  const Tensor y = ops::one_hot(idx, 4);
+  EXPECT_EQ(y.shape(), (Shape{4, 4}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
+  const Tensor columns = ops::one_hot(Tensor::from_vector(std::vector<std::int32_t>{2, 0}, Shape{2}), 3, 0);
+  EXPECT_EQ(columns.shape(), (Shape{3, 2}));
+  EXPECT_EQ(columns.to_vector(), (std::vector<float>{0, 1, 0, 0, 1, 0}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(ops::one_hot(floats({1.9f, nan}, Shape{2}), 2).to_vector(), (std::vector<float>{0, 1, 0, 0}));
+}
+
+TEST(Ops, PadTileAndRepeat) {
+  const Tensor x = arange(6, Shape{2, 3});
+  const Tensor p = ops::pad(x, {{1, 0}, {0, 2}}, 7.f);  // keras.ops.pad(x, [[1, 0], [0, 2]], constant_values=7)
+  EXPECT_EQ(p.shape(), (Shape{3, 5}));
+  EXPECT_EQ(p.to_vector(), (std::vector<float>{7, 7, 7, 7, 7, 0, 1, 2, 7, 7, 3, 4, 5, 7, 7}));
+  EXPECT_EQ(ops::pad(x, {{1, 1}}).shape(), (Shape{4, 5}));
+  expect_near(gradient_of([](const Tensor& v) { return ops::pad(v, {{1, 0}, {0, 2}}, 7.f); }, x,
+                          arange(15, Shape{3, 5}))
+                  .to_vector(),
+              {5, 6, 7, 10, 11, 12});
+  EXPECT_EQ(ops::tile(x, {2}).to_vector(), (std::vector<float>{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}));
+  EXPECT_EQ(ops::tile(x, {2, 1, 1}).shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(ops::repeat(x, 2).to_vector(), (std::vector<float>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}));
+  EXPECT_EQ(ops::repeat(x, 2, 0).to_vector(), (std::vector<float>{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}));
+  expect_near(gradient_of([](const Tensor& v) { return ops::tile(v, {1, 2}); }, x).to_vector(), {2, 2, 2, 2, 2, 2});
+  expect_near(gradient_of([](const Tensor& v) { return ops::repeat(v, 3, 1); }, x).to_vector(), {3, 3, 3, 3, 3, 3});
+}
+
+TEST(Ops, CastConvertsDtypesAndOnlyFloatToFloatCarriesAGradient) {
+  const Tensor x = floats({-1.7f, 2.9f, 300.5f}, Shape{3});
+  const Tensor i = ops::cast(x, DType::int32);
+  EXPECT_EQ(ints(i), (std::vector<std::int32_t>{-1, 2, 300}));
+  EXPECT_EQ(ops::cast(i, DType::float32).to_vector(), (std::vector<float>{-1, 2, 300}));
+  const Tensor u = ops::cast(x, DType::uint8);
+  EXPECT_EQ(u.dtype(), DType::uint8);
+  EXPECT_EQ(u.data<std::uint8_t>()[0], 255);
+  EXPECT_EQ(u.data<std::uint8_t>()[2], 44);
+  EXPECT_EQ(ops::cast(x, DType::int64).data<std::int64_t>()[1], 2);
+  expect_near(gradient_of([](const Tensor& v) { return ops::cast(v, DType::float32) * v; }, x).to_vector(),
+              {-3.4f, 5.8f, 601});
+  // Through int32 the gradient stops: only the second factor carries one.
+  expect_near(
+      gradient_of([](const Tensor& v) { return ops::cast(ops::cast(v, DType::int32), DType::float32) * v; }, x)
+          .to_vector(),
+      {-1, 2, 300});
+}
+
+TEST(Ops, ErrorsOfTheShapeAndReductionOpsNameTheOpTheShapesAndTheAxis) {
+  const Tensor a = Tensor::zeros(Shape{2, 3}), b = Tensor::zeros(Shape{4});
+  expect_message([&] { ops::expand_dims(a, 3); }, "ops.expand_dims: axis 3 is out of range");
+  expect_message([&] { ops::squeeze(a, {0}); }, "ops.squeeze: axis 0 of shape (2, 3) has size 2, not 1");
+  expect_message([&] { ops::stack({a, b}); }, "ops.stack: shapes (2, 3) and (4,) differ");
+  expect_message([&] { ops::split(a, 2, 1); },
+                 "ops.split: axis 1 of shape (2, 3) does not split into 2 equal sections");
+  expect_message([&] { ops::split(a, std::vector<Index>{2, 1}, 1); }, "ops.split: the split indices [2, 1]");
+  expect_message([&] { ops::slice(a, {1, 2}, {2, 1}); },
+                 "ops.slice: the block at [1, 2] of shape [2, 1] does not lie inside shape (2, 3)");
+  expect_message([&] { ops::strided_slice(a, {0}, {1}, {0}); }, "ops.strided_slice: stride 0 on axis 0");
+  expect_message([&] { ops::pad(a, {{0, -1}, {0, 0}}); }, "ops.pad: pad widths (0, -1) on axis 0");
+  expect_message([&] { ops::take(a, Tensor::from_vector(std::vector<std::int32_t>{0, 3, -4}, Shape{3}), 1); },
+                 "ops.take: index 3 at position 1 of the indices (3,) is out of range for axis 1 of size 3 (shape "
+                 "(2, 3))");
+  expect_message([&] { ops::take(a, floats({0, -3.5f}, Shape{2}), 0); }, "ops.take: index -3.5 at position 1");
+  expect_message([&] { ops::take(a, Tensor::zeros(Shape{1}, DType::uint8)); },
+                 "ops.take: the indices must be int32, int64 or float32, got uint8");
+  expect_message([&] { ops::one_hot(a, 3, 3); }, "ops.one_hot: axis 3 is out of range");
 }
 
 }  // namespace
