@@ -13,8 +13,8 @@
 // Errors name the op and the shapes (std::invalid_argument): shapes that do not broadcast, operands on two devices
 // or not float32, an axis out of range, matmul's inner sizes.
 //
-// Operands are float32 unless an op says otherwise: take and one_hot read int32, int64 or float32 indices, and cast
-// converts between any two of float32, int32, int64 and uint8.
+// Operands are float32 unless an op says otherwise: take and one_hot read int32, int64 or float32 indices,
+// argmax and argmin return int32, and cast converts between any two of float32, int32, int64 and uint8.
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -79,8 +79,23 @@ Tensor mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 // The variance (biased, as keras.ops.var) and standard deviation over `axes`.
 Tensor var(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 Tensor std(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
-// softmax over `axis`.
+// The maximum (minimum) over `axes` as sum's. NaN wins (NumPy). The gradient is shared equally among the elements
+// equal to the result (TensorFlow's rule). Throws when a reduced axis is empty (no maximum of nothing).
+Tensor max(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+Tensor min(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// log(sum(exp(x))) over `axes` as sum's, computed with the maximum subtracted first, so large values do not
+// overflow; -inf over an empty axis or where every value is -inf.
+Tensor logsumexp(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// The index of the first maximum (minimum) along `axis`, an int32 tensor; none: of x flattened (a rank-0 result
+// without keepdims). A NaN counts as the extreme (NumPy's argmax). Not differentiable; throws for an empty axis.
+Tensor argmax(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+Tensor argmin(const Tensor& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+// The running sum along `axis` (none: of x flattened), each sum added in double; its gradient is the running sum
+// of the output's gradient from the other end.
+Tensor cumsum(const Tensor& x, std::optional<int> axis = std::nullopt);
+// softmax over `axis`, and its logarithm, x - logsumexp(x, axis) (stable where log(softmax(x)) is not).
 Tensor softmax(const Tensor& x, int axis = -1);
+Tensor log_softmax(const Tensor& x, int axis = -1);
 // x's axes in the order `perm` (none: reversed), as numpy.transpose.
 Tensor transpose(const Tensor& x, std::vector<int> perm = {});
 // The tensors joined along `axis`; their other axes must agree.

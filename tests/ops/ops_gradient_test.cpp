@@ -25,8 +25,9 @@ enum class Values {
   any,       // uniform in [-1, 1)
   positive,  // uniform in [0.5, 2): log, sqrt, division
   off_zero,  // |x| in [0.1, 1): abs and relu, away from their kink
-  grid       // multiples of 0.1 for the first operand, shifted by 0.05 for the second: maximum and minimum never tie
+  grid,      // multiples of 0.1 for the first operand, shifted by 0.05 for the second: maximum and minimum never tie
              // nor come within a step of one
+  distinct   // a shuffle of multiples of 0.05 (no two equal): max and min over an axis never tie
 };
 
 struct Case {
@@ -38,12 +39,20 @@ struct Case {
 
 std::vector<float> draw(Generator& g, Index n, Values kind, int operand) {
   std::vector<float> v(static_cast<std::size_t>(n));
+  if (kind == Values::distinct) {
+    for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = 0.05f * static_cast<float>(i - n / 2);
+    for (Index i = n - 1; i > 0; --i)
+      std::swap(v[static_cast<std::size_t>(i)],
+                v[static_cast<std::size_t>(g.next_u64() % static_cast<std::uint64_t>(i + 1))]);
+    return v;
+  }
   for (float& x : v) {
     switch (kind) {
       case Values::any: x = g.uniform(-1.f, 1.f); break;
       case Values::positive: x = g.uniform(0.5f, 2.f); break;
       case Values::off_zero: x = g.uniform(0.1f, 1.f) * (g.uniform() < 0.5f ? -1.f : 1.f); break;
       case Values::grid: x = std::floor(g.uniform(-1.f, 1.f) * 10.f) / 10.f + (operand == 1 ? 0.05f : 0.f); break;
+      case Values::distinct: break;
     }
   }
   return v;
@@ -270,6 +279,24 @@ std::vector<Case> cases() {
       {"repeat, along the first axis and flattened", 1, [](const V& x) {
          const Tensor along = x[0].rank() ? ops::repeat(x[0], 2, 0) : ops::repeat(x[0], 2);
          return ops::concatenate({flat(ops::square(along)), ops::repeat(x[0], 3)}, 0);
+       }},
+      {"max over every axis", 1, [](const V& x) { return x[0].numel() ? ops::max(x[0]) : ops::sum(x[0]); },
+       Values::distinct},
+      {"min over the last axis, kept", 1, [](const V& x) {
+         return x[0].rank() && x[0].dim(-1) ? ops::min(x[0], {-1}, true) : ops::square(x[0]);
+       }, Values::distinct},
+      {"max over the first and last axes", 1, [](const V& x) {
+         return x[0].rank() && x[0].numel() ? ops::max(x[0], {0, -1}) : ops::square(x[0]);
+       }, Values::distinct},
+      {"logsumexp over every axis and the last", 1, [](const V& x) {
+         const Tensor last = x[0].rank() ? ops::logsumexp(x[0], {-1}) : x[0];
+         return ops::concatenate({flat(ops::logsumexp(x[0] * 3.f)), flat(last)}, 0);
+       }},
+      {"log_softmax over the last axis", 1,
+       [](const V& x) { return x[0].rank() ? ops::log_softmax(x[0]) : ops::exp(x[0]); }},
+      {"cumsum along the last axis and flattened", 1, [](const V& x) {
+         const Tensor last = x[0].rank() ? ops::cumsum(ops::square(x[0]), -1) : x[0];
+         return ops::concatenate({flat(last), ops::cumsum(x[0])}, 0);
        }},
       {"cast to float32", 1, [](const V& x) { return ops::cast(x[0], DType::float32) * x[0]; }},
       {"a composition", 2, [](const V& x) {

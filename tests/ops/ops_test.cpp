@@ -438,6 +438,64 @@ TEST(Ops, PadTileAndRepeat) {
   expect_near(gradient_of([](const Tensor& v) { return ops::repeat(v, 3, 1); }, x).to_vector(), {3, 3, 3, 3, 3, 3});
 }
 
+TEST(Ops, MaxAndMinShareTheGradientAmongTies) {
+  const Tensor x = floats({1, 3, 3, 2, 2, 1}, Shape{2, 3});
+  EXPECT_EQ(ops::max(x, {1}).to_vector(), (std::vector<float>{3, 2}));
+  EXPECT_EQ(ops::min(x).to_vector(), std::vector<float>{1});
+  EXPECT_EQ(ops::max(x, {0}, true).shape(), (Shape{1, 3}));
+  EXPECT_EQ(ops::max(x, {0}, true).to_vector(), (std::vector<float>{2, 3, 3}));
+  expect_near(gradient_of([](const Tensor& v) { return ops::max(v, {1}); }, x).to_vector(), {0, 0.5, 0.5, 0.5, 0.5, 0});
+  expect_near(gradient_of([](const Tensor& v) { return ops::min(v); }, x).to_vector(), {0.5, 0, 0, 0, 0, 0.5});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(ops::max(floats({1, nan, 3}, Shape{3})).to_vector()[0]));
+}
+
+TEST(Ops, ArgmaxAndArgminTakeTheFirstExtreme) {
+  const Tensor x = floats({1, 3, 3, 2, 2, 1}, Shape{2, 3});
+  const Tensor am = ops::argmax(x, 1);
+  EXPECT_EQ(am.shape(), (Shape{2}));
+  EXPECT_EQ(ints(am), (std::vector<std::int32_t>{1, 0}));
+  EXPECT_EQ(ints(ops::argmin(x, 1)), (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(ints(ops::argmax(x, 0)), (std::vector<std::int32_t>{1, 0, 0}));
+  const Tensor flat = ops::argmax(x);
+  EXPECT_EQ(flat.shape(), Shape{});
+  EXPECT_EQ(ints(flat), std::vector<std::int32_t>{1});
+  EXPECT_EQ(ops::argmax(x, 1, true).shape(), (Shape{2, 1}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(ints(ops::argmax(floats({1, nan, 3, nan}, Shape{4}))), std::vector<std::int32_t>{1});
+}
+
+TEST(Ops, LogsumexpIsStableAndLogSoftmaxNormalises) {
+  const Tensor x = floats({1000, 1000, -1000, 0}, Shape{2, 2});
+  const std::vector<float> l = ops::logsumexp(x, {1}).to_vector();
+  EXPECT_NEAR(l[0], 1000 + std::log(2.f), 1e-3);
+  EXPECT_NEAR(l[1], 0, 1e-6);
+  EXPECT_NEAR(ops::logsumexp(floats({1, 2, 3}, Shape{3})).to_vector()[0],
+              std::log(std::exp(1.f) + std::exp(2.f) + std::exp(3.f)), 1e-5);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(ops::logsumexp(floats({-inf, -inf}, Shape{2})).to_vector()[0], -inf);
+  EXPECT_EQ(ops::logsumexp(x, {1}, true).shape(), (Shape{2, 1}));
+  // The gradient of logsumexp is softmax.
+  expect_near(gradient_of([](const Tensor& v) { return ops::logsumexp(v, {1}); }, x).to_vector(), {0.5, 0.5, 0, 1});
+  const std::vector<float> ls = ops::log_softmax(floats({1, 2, 3}, Shape{3})).to_vector();
+  EXPECT_NEAR(std::exp(ls[0]) + std::exp(ls[1]) + std::exp(ls[2]), 1.0, 1e-6);
+  EXPECT_NEAR(ls[2] - ls[0], 2, 1e-6);
+  expect_near(ops::log_softmax(x).to_vector(), {-std::log(2.f), -std::log(2.f), -1000, 0}, 1e-5f);
+}
+
+TEST(Ops, CumsumRunsAlongAnAxisAndItsGradientRunsBack) {
+  const Tensor x = floats({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  EXPECT_EQ(ops::cumsum(x, 1).to_vector(), (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(ops::cumsum(x, 0).to_vector(), (std::vector<float>{1, 2, 3, 5, 7, 9}));
+  const Tensor flat = ops::cumsum(x);
+  EXPECT_EQ(flat.shape(), (Shape{6}));
+  EXPECT_EQ(flat.to_vector(), (std::vector<float>{1, 3, 6, 10, 15, 21}));
+  // d sum(cumsum(x) * w) / dx is the reverse running sum of w.
+  const Tensor w = floats({1, 10, 100, 2, 20, 200}, Shape{2, 3});
+  expect_near(gradient_of([](const Tensor& v) { return ops::cumsum(v, 1); }, x, w).to_vector(),
+              {111, 110, 100, 222, 220, 200});
+}
+
 TEST(Ops, CastConvertsDtypesAndOnlyFloatToFloatCarriesAGradient) {
   const Tensor x = floats({-1.7f, 2.9f, 300.5f}, Shape{3});
   const Tensor i = ops::cast(x, DType::int32);
@@ -459,6 +517,10 @@ TEST(Ops, CastConvertsDtypesAndOnlyFloatToFloatCarriesAGradient) {
 
 TEST(Ops, ErrorsOfTheShapeAndReductionOpsNameTheOpTheShapesAndTheAxis) {
   const Tensor a = Tensor::zeros(Shape{2, 3}), b = Tensor::zeros(Shape{4});
+  expect_message([&] { ops::max(a, {2}); }, "ops.max: axis 2 is out of range for shape (2, 3)");
+  expect_message([&] { ops::max(Tensor::zeros(Shape{2, 0}), {1}); }, "ops.max: axis 1 of shape (2, 0) is empty");
+  expect_message([&] { ops::argmin(a, -3); }, "ops.argmin: axis -3 is out of range for shape (2, 3)");
+  expect_message([&] { ops::cumsum(a, 5); }, "ops.cumsum: axis 5 is out of range for shape (2, 3)");
   expect_message([&] { ops::expand_dims(a, 3); }, "ops.expand_dims: axis 3 is out of range");
   expect_message([&] { ops::squeeze(a, {0}); }, "ops.squeeze: axis 0 of shape (2, 3) has size 2, not 1");
   expect_message([&] { ops::stack({a, b}); }, "ops.stack: shapes (2, 3) and (4,) differ");
