@@ -33,9 +33,24 @@ struct Broadcast {
   Index a[kMaxBroadcastRank] = {};
   Index b[kMaxBroadcastRank] = {};
 };
-enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum, equal };
-// Element-wise functions of one operand (Backend::unary). sign gives -1, 0 or 1 (NaN for NaN).
-enum class UnaryOp { negative, abs, sign, exp, log, sqrt, square, reciprocal };
+// power is powf (NumPy's float power: a negative base to a non-integer exponent is NaN, 0^0 is 1); the comparisons
+// (equal to greater_equal) give 1 or 0 (0 where either operand is NaN, 1 for not_equal).
+enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum, equal, power, not_equal, less, less_equal,
+                      greater, greater_equal };
+// Element-wise functions of one operand (Backend::unary). sign gives -1, 0 or 1 (NaN for NaN); rsqrt is 1 / sqrt.
+enum class UnaryOp { negative, abs, sign, exp, log, sqrt, square, reciprocal, log1p, rsqrt, erf };
+
+// ---- strided copies ---------------------------------------------------------------------------------------------
+inline constexpr int kMaxStridedRank = 8;
+// A copy over the index space dims[0] x ... x dims[rank - 1] (Backend::strided_copy): element (i_0, ..., i_r-1) is
+// read at x + sum i_k x_strides[k] and written at y + sum i_k y_strides[k]. Strides are in elements and may be
+// negative (a reversed slice) or, for x, 0 (a value read more than once).
+struct StridedCopy {
+  int rank = 0;
+  Index dims[kMaxStridedRank] = {};
+  Index x_strides[kMaxStridedRank] = {};
+  Index y_strides[kMaxStridedRank] = {};
+};
 
 struct Conv2DParams {
   Index batch = 0, in_h = 0, in_w = 0, in_c = 0;
@@ -434,6 +449,47 @@ class Backend {
                                     Index n, Index positions, Index c) = 0;
   // Sum over all elements into one float on the device.
   virtual void sum(const float* x, float* y, Index n) = 0;
+
+  // ---- selection, indexing, scans and casts (math/indexing.h) ----
+  // y[i] = cond[i] != 0 ? a[i] : b[i] for i < n (NaN in cond selects a); y may be a or b.
+  virtual void select(const float* cond, const float* a, const float* b, float* y, Index n) = 0;
+  // y[sum i_k s.y_strides[k]] = x[sum i_k s.x_strides[k]] for every index (i_0, ...) over s.dims (StridedCopy);
+  // x and y point at the element of index 0 (the caller offsets them). y's strides must send distinct indices to
+  // distinct elements, and x and y must not overlap. Slices read x strided into a dense y; their gradients write a
+  // dense x into a strided y; a padding writes x into the inside of a y filled beforehand.
+  virtual void strided_copy(const float* x, float* y, const StridedCopy& s) = 0;
+  // Gathers along the middle axis of x [outer, n, inner] into y [outer, count, inner]: y[o, j, r] = x[o, idx(j),
+  // r], idx(j) indices[j] read as an integer (int32, int64 or uint8; a float32 index truncated toward zero), a
+  // negative one counting from the end (NumPy: -1 is n - 1). An index outside [-n, n) gives 0 (find_invalid_index
+  // finds one beforehand).
+  virtual void take(AnyValues indices, Index count, const float* x, float* y, Index outer, Index n, Index inner) = 0;
+  // take's gradient: dx = 0, then dx[o, idx(j), r] += dy[o, j, r] for every j (a repeated index adds up; one
+  // outside [-n, n) adds nothing). Overwrites dx. The CPU adds each element's contributions in the order of j.
+  virtual void take_backward(AnyValues indices, Index count, const float* dy, float* dx, Index outer, Index n,
+                             Index inner) = 0;
+  // *first = the smallest j < count whose index (as take reads it) is outside [-n, n), or -1 when every one is
+  // inside; `first` is memory of this backend's device.
+  virtual void find_invalid_index(AnyValues indices, Index count, Index n, std::int64_t* first) = 0;
+  // Running sums along the middle axis of [outer, n, inner]: y[o, j, r] = the sum of x[o, 0..j, r] (reverse: of
+  // x[o, j..n-1, r]), each added in double and rounded once. y may be x.
+  virtual void cumsum(const float* x, float* y, Index outer, Index n, Index inner, bool reverse) = 0;
+  // The maximum (max) or minimum over the middle axis of x [outer, n, inner], n >= 1: y[o, r] (y may be null) and
+  // arg[o, r] (may be null), the index j of the first element equal to it. NaN wins: a NaN anywhere gives NaN and
+  // the first NaN's index (NumPy's max and argmax).
+  virtual void reduce_extreme(bool max, const float* x, float* y, std::int32_t* arg, Index outer, Index n,
+                              Index inner) = 0;
+  // y[i] = x[i] converted to `to` for i < n, between float32, int32, int64 and uint8, as C++ and NumPy's astype
+  // convert: a float to an integer truncates toward zero; an integer to a narrower one keeps the low bits. Where the
+  // result is undefined there (NaN or a float beyond the integer's range) a float gives 0 for NaN and saturates to
+  // int32's or int64's range; a float to uint8 goes through int64 and keeps the low 8 bits (x86 NumPy's -1 -> 255).
+  // x and y must not overlap.
+  virtual void cast(AnyValues x, Index n, DType to, void* y) = 0;
+  // gemm for each of `batch` products: C_i = alpha op(A_i) op(B_i) + beta C_i, A_i = a + i * stride_a, B_i = b + i
+  // * stride_b, C_i = c + i * stride_c, each as gemm reads it (row-major, row strides lda, ldb, ldc). stride_a or
+  // stride_b may be 0 (one operand shared by every product); the C_i must not overlap.
+  virtual void gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha,
+                            const float* a, Index lda, Index stride_a, const float* b, Index ldb, Index stride_b,
+                            float beta, float* c, Index ldc, Index stride_c) = 0;
 
   // ---- step capture ----
   // begin_capture: the ops this thread queues on this device from now on are recorded, not run, until

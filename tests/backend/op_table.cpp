@@ -57,9 +57,12 @@ void elementwise_cases(std::vector<OpCase>& t) {
     const std::pair<backend::UnaryOp, const char*> unary[] = {
         {backend::UnaryOp::negative, "negative"}, {backend::UnaryOp::abs, "abs"},   {backend::UnaryOp::sign, "sign"},
         {backend::UnaryOp::exp, "exp"},           {backend::UnaryOp::log, "log"},   {backend::UnaryOp::sqrt, "sqrt"},
-        {backend::UnaryOp::square, "square"},     {backend::UnaryOp::reciprocal, "reciprocal"}};
+        {backend::UnaryOp::square, "square"},     {backend::UnaryOp::reciprocal, "reciprocal"},
+        {backend::UnaryOp::log1p, "log1p"},       {backend::UnaryOp::rsqrt, "rsqrt"},
+        {backend::UnaryOp::erf, "erf"}};
     for (const auto& [op, name] : unary) {
-      const bool positive = op == backend::UnaryOp::log || op == backend::UnaryOp::sqrt;
+      const bool positive = op == backend::UnaryOp::log || op == backend::UnaryOp::sqrt ||
+                            op == backend::UnaryOp::log1p || op == backend::UnaryOp::rsqrt;
       t.push_back({"unary", std::string("unary ") + name + "(n=1003)", {n}, {n}, positive ? 0.1f : -2.f, 2.f, false,
                    1e-6, [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.unary(op, i[0], o[0], n); },
                    [=](OpBuffers& b) {
@@ -75,6 +78,9 @@ void elementwise_cases(std::vector<OpCase>& t) {
                          case backend::UnaryOp::sqrt: r = std::sqrt(v); break;
                          case backend::UnaryOp::square: r = v * v; break;
                          case backend::UnaryOp::reciprocal: r = 1 / v; break;
+                         case backend::UnaryOp::log1p: r = std::log1p(v); break;
+                         case backend::UnaryOp::rsqrt: r = 1 / std::sqrt(v); break;
+                         case backend::UnaryOp::erf: r = std::erf(v); break;
                        }
                        b.out[0][k] = float(r);
                      }
@@ -97,7 +103,11 @@ void elementwise_cases(std::vector<OpCase>& t) {
     const std::pair<BinaryOp, const char*> ops[] = {{BinaryOp::add, "add"},           {BinaryOp::subtract, "subtract"},
                                                     {BinaryOp::multiply, "multiply"}, {BinaryOp::divide, "divide"},
                                                     {BinaryOp::maximum, "maximum"},   {BinaryOp::minimum, "minimum"},
-                                                    {BinaryOp::equal, "equal"}};
+                                                    {BinaryOp::equal, "equal"},       {BinaryOp::power, "power"},
+                                                    {BinaryOp::not_equal, "not_equal"}, {BinaryOp::less, "less"},
+                                                    {BinaryOp::less_equal, "less_equal"},
+                                                    {BinaryOp::greater, "greater"},
+                                                    {BinaryOp::greater_equal, "greater_equal"}};
     for (const auto& [op, name] : ops)
       t.push_back({"broadcast_binary", std::string("broadcast_binary ") + name + " [3,1,5] with [4,1]", {na, nb}, {ny},
                    0.5f, 1.5f, false, 1e-6,
@@ -116,6 +126,12 @@ void elementwise_cases(std::vector<OpCase>& t) {
                              case BinaryOp::maximum: v = std::max(x, y); break;
                              case BinaryOp::minimum: v = std::min(x, y); break;
                              case BinaryOp::equal: v = x == y ? 1.f : 0.f; break;
+                             case BinaryOp::power: v = float(std::pow(double(x), double(y))); break;
+                             case BinaryOp::not_equal: v = x != y ? 1.f : 0.f; break;
+                             case BinaryOp::less: v = x < y ? 1.f : 0.f; break;
+                             case BinaryOp::less_equal: v = x <= y ? 1.f : 0.f; break;
+                             case BinaryOp::greater: v = x > y ? 1.f : 0.f; break;
+                             case BinaryOp::greater_equal: v = x >= y ? 1.f : 0.f; break;
                            }
                            b.out[0][(i * 4 + j) * 5 + k] = v;
                          }
@@ -861,6 +877,260 @@ void batch_norm_cases(std::vector<OpCase>& t, Index shape_rows, Index shape_chan
 }
 
 
+// ---- batched GEMM ------------------------------------------------------------------------------------------------
+
+// Three products of m=5 n=4 k=6 with padded row strides and batch strides wider than a matrix; one case shares A
+// (stride 0) among the products, one B.
+void gemm_batched_cases(std::vector<OpCase>& t) {
+  const Index batch = 3, m = 5, n = 4, k = 6;
+  struct Variant {
+    bool ta, tb, share_a, share_b;
+  };
+  for (const Variant v : {Variant{false, false, false, false}, Variant{true, false, true, false},
+                          Variant{false, true, false, true}, Variant{true, true, false, false}}) {
+    const Index lda = (v.ta ? m : k) + 1, ldb = (v.tb ? k : n) + 2, ldc = n + 1;
+    const Index a_size = (v.ta ? k : m) * lda, b_size = (v.tb ? n : k) * ldb, c_size = m * ldc;
+    const Index stride_a = v.share_a ? 0 : a_size + 3, stride_b = v.share_b ? 0 : b_size + 1, stride_c = c_size + 2;
+    const std::string label = std::string("gemm_batched(") + (v.ta ? "T" : "N") + (v.tb ? "T" : "N") +
+                              ", batch=3 m=5 n=4 k=6" + (v.share_a ? ", A shared" : "") +
+                              (v.share_b ? ", B shared" : "") + ", alpha=0.7 beta=0.4)";
+    t.push_back({"gemm_batched", label, {stride_a * (batch - 1) + a_size, stride_b * (batch - 1) + b_size},
+                 {stride_c * batch}, -1, 1, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.gemm_batched(v.ta, v.tb, batch, m, n, k, 0.7f, i[0], lda, stride_a, i[1], ldb, stride_b, 0.4f,
+                                   o[0], ldc, stride_c);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index e = 0; e < batch; ++e) {
+                     const auto a0 = b.in[0].begin() + e * stride_a, b0 = b.in[1].begin() + e * stride_b;
+                     const std::vector<float> a(a0, a0 + a_size), bb(b0, b0 + b_size);
+                     for (Index r = 0; r < m; ++r)
+                       for (Index c = 0; c < n; ++c) {
+                         float& y = b.out[0][e * stride_c + r * ldc + c];
+                         y = float(0.7 * product_at(v.ta, v.tb, a, lda, bb, ldb, k, r, c) + 0.4 * double(y));
+                       }
+                   }
+                 }});
+  }
+}
+
+// ---- selection, strided copies, gathers, scans, extremes, casts ----------------------------------------------------
+
+// `values` as a tensor of `dtype` (float32, int32 or int64) on `device`.
+Tensor values_on(Device device, const std::vector<double>& values, DType dtype) {
+  Tensor host(Shape{static_cast<Index>(values.size())}, dtype);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::float32) host.data<float>()[i] = static_cast<float>(values[i]);
+    if (dtype == DType::int32) host.data<std::int32_t>()[i] = static_cast<std::int32_t>(values[i]);
+    if (dtype == DType::int64) host.data<std::int64_t>()[i] = static_cast<std::int64_t>(values[i]);
+  }
+  return host.to(device);
+}
+
+backend::AnyValues any(const Tensor& t) { return {t.raw_data(), t.dtype()}; }
+
+void selection_cases(std::vector<OpCase>& t) {
+  const Index n = 1003;
+  // The condition is a mask the case makes itself, greater(x, threshold) (out[1]), so about half of it is 0.
+  t.push_back({"select", "select(n=1003) on greater(x, threshold)", {n, n, n, 1}, {n, n}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.broadcast_binary(BinaryOp::greater, i[0], i[3], o[1], make_broadcast(Shape{n}, Shape{n}, Shape{1},
+                                                                                          "op table"));
+                 be.select(o[1], i[1], i[2], o[0], n);
+               },
+               [=](OpBuffers& b) {
+                 for (Index k = 0; k < n; ++k) {
+                   b.out[1][k] = b.in[0][k] > b.in[3][0] ? 1.f : 0.f;
+                   b.out[0][k] = b.out[1][k] != 0.f ? b.in[1][k] : b.in[2][k];
+                 }
+               }});
+}
+
+// x [5, 7, 4] and the strided view of it at (4, 1, 3) with steps (-2, 2, -2) over [3, 3, 2]: read into a dense y,
+// written from a dense x into y's view (the rest of y kept), and a row read again along a stride-0 axis.
+void strided_copy_cases(std::vector<OpCase>& t) {
+  const Index big = 5 * 7 * 4, small = 3 * 3 * 2, origin = 4 * 28 + 1 * 4 + 3;
+  backend::StridedCopy view;
+  view.rank = 3;
+  const Index dims[3] = {3, 3, 2}, strided[3] = {-56, 8, -2}, dense[3] = {6, 2, 1};
+  for (int k = 0; k < 3; ++k) view.dims[k] = dims[k];
+  const auto at = [=](Index e) {  // the big tensor's element of the view's flat index e
+    const Index i = e / 6, j = e / 2 % 3, r = e % 2;
+    return origin + i * strided[0] + j * strided[1] + r * strided[2];
+  };
+  backend::StridedCopy gather = view, scatter = view;
+  std::copy(strided, strided + 3, gather.x_strides);
+  std::copy(dense, dense + 3, gather.y_strides);
+  std::copy(dense, dense + 3, scatter.x_strides);
+  std::copy(strided, strided + 3, scatter.y_strides);
+  t.push_back({"strided_copy", "strided_copy(a [3,3,2] view of [5,7,4] at (4,1,3), steps (-2,2,-2), into dense)",
+               {big}, {small}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.strided_copy(i[0] + origin, o[0], gather); },
+               [=](OpBuffers& b) {
+                 for (Index e = 0; e < small; ++e) b.out[0][e] = b.in[0][at(e)];
+               }});
+  t.push_back({"strided_copy", "strided_copy(dense [3,3,2] into the view of [5,7,4] at (4,1,3), steps (-2,2,-2))",
+               {small}, {big}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.strided_copy(i[0], o[0] + origin, scatter); },
+               [=](OpBuffers& b) {
+                 for (Index e = 0; e < small; ++e) b.out[0][at(e)] = b.in[0][e];
+               }});
+  backend::StridedCopy repeat;
+  repeat.rank = 2;
+  repeat.dims[0] = 4, repeat.dims[1] = 9;
+  repeat.x_strides[0] = 0, repeat.x_strides[1] = 1;
+  repeat.y_strides[0] = 9, repeat.y_strides[1] = 1;
+  t.push_back({"strided_copy", "strided_copy([9] read 4 times along a stride-0 axis)", {9}, {36}, -1, 1, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.strided_copy(i[0], o[0], repeat); },
+               [=](OpBuffers& b) {
+                 for (Index e = 0; e < 36; ++e) b.out[0][e] = b.in[0][e % 9];
+               }});
+}
+
+// take and take_backward along the middle axis of x [3, 7, 5]: negative, repeated and truncated float indices, and
+// (where the op defines it) one outside the axis; find_invalid_index over valid and invalid lists.
+void take_cases(std::vector<OpCase>& t) {
+  const Index outer = 3, n = 7, inner = 5;
+  struct Indices {
+    const char* name;
+    DType dtype;
+    std::vector<double> values;
+  };
+  const Indices lists[] = {{"int32 (-1, 0, 3, 3, -7, 6, 2)", DType::int32, {-1, 0, 3, 3, -7, 6, 2}},
+                           {"int64 (5, 5, 5, -2, 9 outside)", DType::int64, {5, 5, 5, -2, 9}},
+                           {"float32 (2.9, -1.5, 0.2, -7.9)", DType::float32, {2.9, -1.5, 0.2, -7.9}}};
+  // The reference's position of an index, -1 outside the axis.
+  const auto position = [=](double v) -> Index {
+    const Index i = static_cast<Index>(std::trunc(v));
+    return i < -n || i >= n ? -1 : (i < 0 ? i + n : i);
+  };
+  for (const Indices& list : lists) {
+    const Index count = static_cast<Index>(list.values.size());
+    t.push_back({"take", std::string("take([3,7,5] along axis 1, ") + list.name + ")", {outer * n * inner},
+                 {outer * count * inner}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   const Tensor indices = values_on(be.device(), list.values, list.dtype);
+                   be.take(any(indices), count, i[0], o[0], outer, n, inner);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index j = 0; j < count; ++j)
+                       for (Index r = 0; r < inner; ++r) {
+                         const Index p = position(list.values[static_cast<std::size_t>(j)]);
+                         b.out[0][(a * count + j) * inner + r] = p < 0 ? 0.f : b.in[0][(a * n + p) * inner + r];
+                       }
+                 }});
+    t.push_back({"take_backward", std::string("take_backward([3,7,5] along axis 1, ") + list.name + ")",
+                 {outer * count * inner}, {outer * n * inner}, -1, 1, false, 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   const Tensor indices = values_on(be.device(), list.values, list.dtype);
+                   be.take_backward(any(indices), count, i[0], o[0], outer, n, inner);
+                 },
+                 [=](OpBuffers& b) {
+                   std::fill(b.out[0].begin(), b.out[0].end(), 0.f);
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index j = 0; j < count; ++j)
+                       for (Index r = 0; r < inner; ++r) {
+                         const Index p = position(list.values[static_cast<std::size_t>(j)]);
+                         if (p >= 0) b.out[0][(a * n + p) * inner + r] += b.in[0][(a * count + j) * inner + r];
+                       }
+                 }});
+    // The position comes back through cast (int64 to float32) into the float output.
+    t.push_back({"find_invalid_index", std::string("find_invalid_index(axis of 7, ") + list.name + ")", {}, {1}, -1,
+                 1, false, 0,
+                 [=](Backend& be, const Ptrs&, const Ptrs& o) {
+                   const Tensor indices = values_on(be.device(), list.values, list.dtype);
+                   const Tensor first(Shape{1}, DType::int64, be.device());
+                   be.find_invalid_index(any(indices), count, n, first.data<std::int64_t>());
+                   be.cast({first.raw_data(), DType::int64}, 1, DType::float32, o[0]);
+                 },
+                 [=](OpBuffers& b) {
+                   b.out[0][0] = -1.f;
+                   for (Index j = count - 1; j >= 0; --j)
+                     if (position(list.values[static_cast<std::size_t>(j)]) < 0) b.out[0][0] = float(j);
+                 }});
+  }
+}
+
+void scan_and_extreme_cases(std::vector<OpCase>& t) {
+  const Index outer = 5, n = 11, inner = 3, size = outer * n * inner;
+  for (const bool reverse : {false, true})
+    t.push_back({"cumsum", std::string("cumsum([5,11,3] along axis 1") + (reverse ? ", reverse)" : ")"), {size},
+                 {size}, -1, 1, false, 1e-6,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.cumsum(i[0], o[0], outer, n, inner, reverse); },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index r = 0; r < inner; ++r) {
+                       double s = 0;
+                       for (Index k = 0; k < n; ++k) {
+                         const Index at = (a * n + (reverse ? n - 1 - k : k)) * inner + r;
+                         s += b.in[0][at];
+                         b.out[0][at] = float(s);
+                       }
+                     }
+                 }});
+  // Inputs on a coarse grid (multiples of 0.25), so columns hold ties; the index comes back through cast.
+  for (const bool max : {true, false})
+    t.push_back({"reduce_extreme", std::string("reduce_extreme(") + (max ? "max" : "min") +
+                                       ", [5,11,3] along axis 1, ties, value and first index)",
+                 {size}, {outer * inner, outer * inner}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   const Tensor grid(Shape{size}, DType::float32, be.device());
+                   be.scale_shift(i[0], 4.f, 0.f, grid.data<float>(), size);  // [-4, 4): cast truncates to a grid
+                   const Tensor whole(Shape{size}, DType::int32, be.device());
+                   be.cast({grid.raw_data(), DType::float32}, size, DType::int32, whole.raw_data());
+                   be.cast({whole.raw_data(), DType::int32}, size, DType::float32, grid.raw_data());
+                   const Tensor arg(Shape{outer * inner}, DType::int32, be.device());
+                   be.reduce_extreme(max, grid.data<float>(), o[0], arg.data<std::int32_t>(), outer, n, inner);
+                   be.cast({arg.raw_data(), DType::int32}, outer * inner, DType::float32, o[1]);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < outer; ++a)
+                     for (Index r = 0; r < inner; ++r) {
+                       const auto value = [&](Index k) { return std::trunc(4.f * b.in[0][(a * n + k) * inner + r]); };
+                       Index best = 0;
+                       for (Index k = 1; k < n; ++k)
+                         if (max ? value(k) > value(best) : value(k) < value(best)) best = k;
+                       b.out[0][a * inner + r] = value(best);
+                       b.out[1][a * inner + r] = float(best);
+                     }
+                 }});
+}
+
+// float32 through each integer type and back (truncation toward zero; uint8 keeps the low 8 bits of the truncated
+// value), and int32 through int64 and uint8.
+void cast_cases(std::vector<OpCase>& t) {
+  const Index n = 1003;
+  for (const DType via : {DType::int32, DType::int64, DType::uint8})
+    t.push_back({"cast", "cast(n=1003 in [-300, 300), float32 -> " + dtype_name(via) + " -> float32)", {n}, {n}, -300,
+                 300, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   const Tensor y(Shape{n}, via, be.device());
+                   be.cast({i[0], DType::float32}, n, via, y.raw_data());
+                   be.cast({y.raw_data(), via}, n, DType::float32, o[0]);
+                 },
+                 [=](OpBuffers& b) {
+                   for (Index k = 0; k < n; ++k) {
+                     const double whole = std::trunc(double(b.in[0][k]));
+                     const auto low_bits = static_cast<std::uint8_t>(static_cast<int>(whole));
+                     b.out[0][k] = float(via == DType::uint8 ? double(low_bits) : whole);
+                   }
+                 }});
+  t.push_back({"cast", "cast(n=1003, float32 -> int32 -> int64 -> uint8 -> float32)", {n}, {n}, -300, 300, false, 0,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 const Tensor a(Shape{n}, DType::int32, be.device()), b(Shape{n}, DType::int64, be.device()),
+                     c(Shape{n}, DType::uint8, be.device());
+                 be.cast({i[0], DType::float32}, n, DType::int32, a.raw_data());
+                 be.cast({a.raw_data(), DType::int32}, n, DType::int64, b.raw_data());
+                 be.cast({b.raw_data(), DType::int64}, n, DType::uint8, c.raw_data());
+                 be.cast({c.raw_data(), DType::uint8}, n, DType::float32, o[0]);
+               },
+               [=](OpBuffers& b) {
+                 for (Index k = 0; k < n; ++k)
+                   b.out[0][k] = float(static_cast<std::uint8_t>(static_cast<int>(std::trunc(double(b.in[0][k])))));
+               }});
+}
+
 // ---- optimizer updates ------------------------------------------------------------------------------------------
 
 // The tensor list of the optimizer cases, as consecutive slices of one buffer.
@@ -1071,6 +1341,7 @@ std::vector<OpCase> op_table() {
   layout_cases(t);
   global_pool_cases(t);
   gemm_cases(t);
+  gemm_batched_cases(t);
   dense_product_cases(t);
   conv_cases(t);
   pool_cases(t);
@@ -1078,6 +1349,11 @@ std::vector<OpCase> op_table() {
   batch_norm_cases(t, 4099, 72);
   sync_batch_norm_cases(t);
   optimizer_cases(t);
+  selection_cases(t);
+  strided_copy_cases(t);
+  take_cases(t);
+  scan_and_extreme_cases(t);
+  cast_cases(t);
   return t;
 }
 

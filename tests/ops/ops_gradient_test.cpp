@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/core/random.h"
@@ -23,8 +25,9 @@ enum class Values {
   any,       // uniform in [-1, 1)
   positive,  // uniform in [0.5, 2): log, sqrt, division
   off_zero,  // |x| in [0.1, 1): abs and relu, away from their kink
-  grid       // multiples of 0.1 for the first operand, shifted by 0.05 for the second: maximum and minimum never tie
+  grid,      // multiples of 0.1 for the first operand, shifted by 0.05 for the second: maximum and minimum never tie
              // nor come within a step of one
+  distinct   // a shuffle of multiples of 0.05 (no two equal): max and min over an axis never tie
 };
 
 struct Case {
@@ -36,12 +39,20 @@ struct Case {
 
 std::vector<float> draw(Generator& g, Index n, Values kind, int operand) {
   std::vector<float> v(static_cast<std::size_t>(n));
+  if (kind == Values::distinct) {
+    for (Index i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = 0.05f * static_cast<float>(i - n / 2);
+    for (Index i = n - 1; i > 0; --i)
+      std::swap(v[static_cast<std::size_t>(i)],
+                v[static_cast<std::size_t>(g.next_u64() % static_cast<std::uint64_t>(i + 1))]);
+    return v;
+  }
   for (float& x : v) {
     switch (kind) {
       case Values::any: x = g.uniform(-1.f, 1.f); break;
       case Values::positive: x = g.uniform(0.5f, 2.f); break;
       case Values::off_zero: x = g.uniform(0.1f, 1.f) * (g.uniform() < 0.5f ? -1.f : 1.f); break;
       case Values::grid: x = std::floor(g.uniform(-1.f, 1.f) * 10.f) / 10.f + (operand == 1 ? 0.05f : 0.f); break;
+      case Values::distinct: break;
     }
   }
   return v;
@@ -126,6 +137,24 @@ int check(const Case& c, int draws, bool report) {
   return bad;
 }
 
+Tensor flat(const Tensor& t) { return ops::reshape(t, Shape{t.numel()}); }
+
+// A fixed tensor of `shape`: values in [-0.7, 0.8] from the element index.
+Tensor fixed(const Shape& shape) {
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(i % 7) - 0.7f;
+  return Tensor::from_vector(v, shape);
+}
+
+// A fixed float32 mask of `shape`: 1 but at every third element.
+Tensor mask(const Shape& shape) {
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 3 == 0 ? 0.f : 1.f;
+  return Tensor::from_vector(v, shape);
+}
+
+Tensor ints(std::vector<std::int32_t> values, Shape shape) { return Tensor::from_vector(values, std::move(shape)); }
+
 std::vector<Case> cases() {
   using V = std::vector<Tensor>;
   return {
@@ -182,6 +211,94 @@ std::vector<Case> cases() {
          const Tensor col = ops::reshape(x[0], Shape{n, 1}), row = ops::reshape(x[0], Shape{1, n});
          return ops::matmul(ops::matmul(Tensor::from_vector(m, Shape{3, n}), col), row);
        }},
+      {"power", 2, [](const V& x) { return ops::power(x[0], x[1]); }, Values::positive},
+      {"log1p", 1, [](const V& x) { return ops::log1p(x[0]); }, Values::positive},
+      {"rsqrt", 1, [](const V& x) { return ops::rsqrt(x[0]); }, Values::positive},
+      {"erf", 1, [](const V& x) { return ops::erf(x[0]); }},
+      {"where, a mask of the first operand's shape", 2,
+       [](const V& x) { return ops::where(mask(x[0].shape()), x[0], ops::square(x[1])); }},
+      {"where, a mask of the second operand's shape", 2,
+       [](const V& x) { return ops::where(mask(x[1].shape()), ops::tanh(x[0]), x[1]); }},
+      {"where on a comparison", 2,
+       [](const V& x) { return ops::where(ops::greater(x[0], x[1]), x[0] * 2.f, x[1]); }, Values::grid},
+      {"matmul, batched, broadcast and with vectors", 2, [](const V& x) {
+         const Index n0 = x[0].numel(), n1 = x[1].numel();
+         const Tensor v = flat(x[0]);
+         // [1, n0, 1] shared by the n1 entries of [n1, 1, 1]; a fixed [2, 1, 3, n0] times the vector v; v times a
+         // fixed [n0, 2]; [n1, 1, 1] entry by entry with a fixed [n1, 1, 2], read in place.
+         const Tensor shared = ops::matmul(ops::reshape(x[0], Shape{1, n0, 1}), ops::reshape(x[1], Shape{n1, 1, 1}));
+         const Tensor column = ops::matmul(fixed(Shape{2, 1, 3, n0}), v);
+         const Tensor row = ops::matmul(v, fixed(Shape{n0, 2}));
+         const Tensor entries = ops::matmul(ops::reshape(ops::tanh(x[1]), Shape{n1, 1, 1}), fixed(Shape{n1, 1, 2}));
+         return ops::concatenate({flat(shared), flat(column), flat(row), flat(entries)}, 0);
+       }},
+      {"expand_dims, stack and squeeze", 1, [](const V& x) {
+         return ops::squeeze(ops::expand_dims(ops::stack({x[0], ops::square(x[0])}, -1), 0), {0});
+       }},
+      {"split into sections and at indices", 1, [](const V& x) {
+         const Tensor v = flat(x[0]);
+         const Index n = v.numel();
+         const std::vector<Tensor> at = ops::split(v, std::vector<Index>{n / 3, n / 2});
+         const std::vector<Tensor> halves = ops::split(ops::stack({x[0], ops::exp(x[0])}), 2);
+         return ops::concatenate({ops::tanh(at[0]), ops::square(at[1]), at[2], flat(halves[0] * halves[1])}, 0);
+       }},
+      {"slice to the end of each axis", 1, [](const V& x) {
+         std::vector<Index> start, shape;
+         for (Index d : x[0].shape()) {
+           start.push_back(d / 2);
+           shape.push_back(-1);
+         }
+         return ops::square(ops::slice(x[0], start, shape));
+       }},
+      {"strided_slice, negative and positive steps", 1, [](const V& x) {
+         std::vector<Index> begin, end, strides;
+         for (int k = 0; k < x[0].rank(); ++k) {
+           const bool back = k % 2 == 0;
+           begin.push_back(back ? -1 : 0);
+           end.push_back(back ? -1000 : 1000);
+           strides.push_back(back ? -2 : 1 + k % 3);
+         }
+         return ops::square(ops::strided_slice(x[0], begin, end, strides));
+       }},
+      {"take, negative and repeated indices", 1, [](const V& x) {
+         if (x[0].rank() == 0) return ops::take(x[0], ints({0, 0, -1}, Shape{3}));
+         const auto n = static_cast<std::int32_t>(x[0].dim(-1));
+         const Tensor indices = n == 0 ? ints({}, Shape{0}) : ints({n - 1, -1, 0, n / 2, -n, 0}, Shape{2, 3});
+         return ops::square(ops::take(x[0], indices, -1));
+       }},
+      {"take, flattened", 1, [](const V& x) {
+         const auto n = static_cast<std::int32_t>(x[0].numel());
+         return n == 0 ? ops::square(x[0]) : ops::take(x[0], ints({0, n - 1, -n, n / 2, n / 2}, Shape{5}));
+       }},
+      {"pad", 1, [](const V& x) {
+         std::vector<std::pair<Index, Index>> widths;
+         for (int k = 0; k < x[0].rank(); ++k) widths.push_back({k % 2, 2 - k % 3});
+         return ops::square(ops::pad(x[0], widths, 0.5f));
+       }},
+      {"tile", 1, [](const V& x) { return ops::tile(ops::tanh(x[0]), {2, 1, 3}) * ops::tile(x[0], {2, 1, 3}); }},
+      {"repeat, along the first axis and flattened", 1, [](const V& x) {
+         const Tensor along = x[0].rank() ? ops::repeat(x[0], 2, 0) : ops::repeat(x[0], 2);
+         return ops::concatenate({flat(ops::square(along)), ops::repeat(x[0], 3)}, 0);
+       }},
+      {"max over every axis", 1, [](const V& x) { return x[0].numel() ? ops::max(x[0]) : ops::sum(x[0]); },
+       Values::distinct},
+      {"min over the last axis, kept", 1, [](const V& x) {
+         return x[0].rank() && x[0].dim(-1) ? ops::min(x[0], {-1}, true) : ops::square(x[0]);
+       }, Values::distinct},
+      {"max over the first and last axes", 1, [](const V& x) {
+         return x[0].rank() && x[0].numel() ? ops::max(x[0], {0, -1}) : ops::square(x[0]);
+       }, Values::distinct},
+      {"logsumexp over every axis and the last", 1, [](const V& x) {
+         const Tensor last = x[0].rank() ? ops::logsumexp(x[0], {-1}) : x[0];
+         return ops::concatenate({flat(ops::logsumexp(x[0] * 3.f)), flat(last)}, 0);
+       }},
+      {"log_softmax over the last axis", 1,
+       [](const V& x) { return x[0].rank() ? ops::log_softmax(x[0]) : ops::exp(x[0]); }},
+      {"cumsum along the last axis and flattened", 1, [](const V& x) {
+         const Tensor last = x[0].rank() ? ops::cumsum(ops::square(x[0]), -1) : x[0];
+         return ops::concatenate({flat(last), ops::cumsum(x[0])}, 0);
+       }},
+      {"cast to float32", 1, [](const V& x) { return ops::cast(x[0], DType::float32) * x[0]; }},
       {"a composition", 2, [](const V& x) {
          return ops::sigmoid(ops::multiply(ops::tanh(x[0]), x[1])) + ops::mean(ops::square(x[0]));
        }},

@@ -48,6 +48,32 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, flo
                              ") for m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
 }
 
+void CpuBackend::gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha,
+                              const float* a, Index lda, Index stride_a, const float* b, Index ldb, Index stride_b,
+                              float beta, float* c, Index ldc, Index stride_c) {
+  const auto product = [&](Index i) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+  };
+  const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // Small products run side by side, each on one thread (oneDNN's sgemm runs on the calling thread alone inside a
+  // parallel region); a large one keeps every thread busy by itself, so those run one after another.
+  if (threads == 1 || batch < 2 || m * n * k > (Index{1} << 20)) {
+    for (Index i = 0; i < batch; ++i) product(i);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(static_cast<int>(std::min(threads, batch))) schedule(static)
+  for (Index i = 0; i < batch; ++i) {
+    try {
+      product(i);
+    } catch (...) {
+#pragma omp critical(tower_gemm_batched)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
                                float* c, const DenseEpilogue& epilogue) {
   const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -113,6 +139,10 @@ void CpuBackend::broadcast_binary(BinaryOp op, const float* a, const float* b, f
 }
 
 void CpuBackend::unary(UnaryOp op, const float* x, float* y, Index n) { elementwise(n, math::Unary{op, x, y}); }
+
+void CpuBackend::select(const float* cond, const float* a, const float* b, float* y, Index n) {
+  elementwise(n, math::Select{cond, a, b, y});
+}
 
 void CpuBackend::broadcast_reduce(const float* dy, float* dx, const Broadcast& s) {
   Index n = 1, each = 1;

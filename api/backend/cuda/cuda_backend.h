@@ -29,6 +29,9 @@ class CudaBackend final : public Backend {
 
   void gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
             const float* b, Index ldb, float beta, float* c, Index ldc) override;  // cuda_gemm.cpp
+  void gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha, const float* a,
+                    Index lda, Index stride_a, const float* b, Index ldb, Index stride_b, float beta, float* c,
+                    Index ldc, Index stride_c) override;  // cuda_gemm.cpp
   void dense_product(DenseProduct which, Index rows, Index in, Index out, const float* a, const float* b,
                      float* c, const DenseEpilogue& epilogue) override;  // cuda_gemm.cpp
 
@@ -72,6 +75,17 @@ class CudaBackend final : public Backend {
   void global_pool_backward(PoolKind kind, const float* x, const float* y, const float* dy, float* dx, Index n,
                             Index positions, Index c) override;
   void sum(const float* x, float* y, Index n) override;  // cuda_reduce.cu
+  void select(const float* cond, const float* a, const float* b, float* y, Index n) override;
+  // cuda_indexing.cu
+  void strided_copy(const float* x, float* y, const StridedCopy& s) override;
+  void take(AnyValues indices, Index count, const float* x, float* y, Index outer, Index n, Index inner) override;
+  void take_backward(AnyValues indices, Index count, const float* dy, float* dx, Index outer, Index n,
+                     Index inner) override;
+  void find_invalid_index(AnyValues indices, Index count, Index n, std::int64_t* first) override;
+  void cumsum(const float* x, float* y, Index outer, Index n, Index inner, bool reverse) override;
+  void reduce_extreme(bool max, const float* x, float* y, std::int32_t* arg, Index outer, Index n,
+                      Index inner) override;
+  void cast(AnyValues x, Index n, DType to, void* y) override;
   // cuda_graph.cpp: stream capture in relaxed mode (cudaMalloc stays allowed), the allocator's private pool open
   // meanwhile.
   bool begin_capture() override;

@@ -60,6 +60,10 @@ void CudaBackend::unary(UnaryOp op, const float* x, float* y, Index n) {
   for_each(n, math::Unary{op, x, y}, stream(), "unary");
 }
 
+void CudaBackend::select(const float* cond, const float* a, const float* b, float* y, Index n) {
+  for_each(n, math::Select{cond, a, b, y}, stream(), "select");
+}
+
 void CudaBackend::broadcast_reduce(const float* dy, float* dx, const Broadcast& s) {
   Index n = 1;
   for (int k = 0; k < s.rank; ++k)

@@ -14,29 +14,36 @@ namespace tower::backend::cuda {
 
 namespace {
 
-// The largest power of two, up to cuBLASLt's default of 256, that divides the address. cuBLASLt chooses among the
-// kernels that can read each operand at the alignment it is promised, so a view at an offset needs its own plan.
-std::uint32_t alignment(const void* p) {
+// The largest power of two, up to cuBLASLt's default of 256, that divides the address of every matrix of a batch
+// (p, p + stride, ...; stride in floats). cuBLASLt chooses among the kernels that can read each operand at the
+// alignment it is promised, so a view at an offset needs its own plan.
+std::uint32_t alignment(const void* p, Index stride = 0) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const auto step = static_cast<std::uintptr_t>(stride) * sizeof(float);
   std::uint32_t bytes = 256;
-  while (bytes > 4 && address % bytes != 0) bytes /= 2;
+  while (bytes > 4 && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
   return bytes;
 }
 
+// One shape of product; batch > 1 with the three operands' batch strides (in floats), else batch 1 and strides 0.
 struct GemmKey {
   bool trans_a, trans_b;
   Index m, n, k, lda, ldb, ldc;
   std::uint32_t align_a, align_b, align_c;
+  Index batch, stride_a, stride_b, stride_c;
   auto operator<=>(const GemmKey&) const = default;
 };
 
-// "GEMM (m, n) = A^T (m, k) * B (k, n), lda ..., ldb ..., ldc ...", with op(A) and op(B)'s shapes.
+// "GEMM (m, n) = A^T (m, k) * B (k, n), lda ..., ldb ..., ldc ...", with op(A) and op(B)'s shapes, and the batch.
 std::string describe(const GemmKey& key) {
   std::string text = "GEMM " + Shape{key.m, key.n}.to_string();
   text += std::string(" = ") + (key.trans_a ? "A^T " : "A ") + Shape{key.m, key.k}.to_string();
   text += std::string(" * ") + (key.trans_b ? "B^T " : "B ") + Shape{key.k, key.n}.to_string();
-  return text + ", lda " + std::to_string(key.lda) + ", ldb " + std::to_string(key.ldb) + ", ldc " +
-         std::to_string(key.ldc);
+  text += ", lda " + std::to_string(key.lda) + ", ldb " + std::to_string(key.ldb) + ", ldc " + std::to_string(key.ldc);
+  if (key.batch > 1)
+    text += ", batch " + std::to_string(key.batch) + " with strides " + std::to_string(key.stride_a) + ", " +
+            std::to_string(key.stride_b) + ", " + std::to_string(key.stride_c);
+  return text;
 }
 
 // The most workspace a GEMM may ask for; cuBLASLt's heuristic only picks algorithms within it.
@@ -57,9 +64,9 @@ class GemmPlan {
             "creating the matmul descriptor");
       set(CUBLASLT_MATMUL_DESC_TRANSA, layout.first.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
       set(CUBLASLT_MATMUL_DESC_TRANSB, layout.second.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
-      describe_operand(&first_, layout.first);
-      describe_operand(&second_, layout.second);
-      describe_operand(&result_, layout.result);
+      describe_operand(&first_, layout.first, key.batch, key.stride_b);
+      describe_operand(&second_, layout.second, key.batch, key.stride_a);
+      describe_operand(&result_, layout.result, key.batch, key.stride_c);
       choose_algorithm(handle, key);
     } catch (...) {
       release();
@@ -93,10 +100,18 @@ class GemmPlan {
     if (operation_) cublasLtMatmulDescDestroy(operation_);
   }
 
-  void describe_operand(cublasLtMatrixLayout_t* out, const ColumnMajorOperand& operand) {
+  // A batch of matrices `stride` floats apart (0: one matrix shared by every product of the batch).
+  void describe_operand(cublasLtMatrixLayout_t* out, const ColumnMajorOperand& operand, Index batch, Index stride) {
     check(cublasLtMatrixLayoutCreate(out, CUDA_R_32F, static_cast<std::uint64_t>(operand.rows),
                                      static_cast<std::uint64_t>(operand.cols), static_cast<std::int64_t>(operand.ld)),
           "creating a matrix layout");
+    if (batch <= 1) return;
+    const auto count = static_cast<std::int32_t>(batch);
+    const auto offset = static_cast<std::int64_t>(stride);
+    check(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+          "setting the batch count");
+    check(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset),
+          "setting the batch stride");
   }
 
   void choose_algorithm(cublasLtHandle_t handle, const GemmKey& key) {
@@ -148,25 +163,43 @@ cublasLtHandle_t CudaBackend::cublaslt() {
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, Index m, Index n, Index k, float alpha, const float* a, Index lda,
                        const float* b, Index ldb, float beta, float* c, Index ldc) {
-  if (m == 0 || n == 0) return;
-  const GemmKey key{trans_a, trans_b, m, n, k, lda, ldb, ldc, alignment(a), alignment(b), alignment(c)};
-  // An empty product (k == 0) leaves C = beta * C, as the CPU backend and BLAS define it, with beta == 0 overwriting C
-  // without reading it; cuBLASLt is not asked to multiply nothing, and cuDNN's strided scaling does the rest.
+  gemm_batched(trans_a, trans_b, 1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0);
+}
+
+namespace {
+// C = beta * C for an empty product (k == 0), as the CPU backend and BLAS define it, with beta == 0 overwriting C
+// without reading it: cuBLASLt is not asked to multiply nothing, and cuDNN's strided scaling does the rest.
+void scale_result(CudaBackend& backend, const GemmKey& key, float beta, float* c) {
+  const Index m = key.m, n = key.n, ldc = key.ldc;
+  if (beta == 0.f) {
+    check_cuda(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(float), 0,
+                                 static_cast<std::size_t>(n) * sizeof(float), static_cast<std::size_t>(m),
+                                 backend.stream()),
+               describe(key) + ": zeroing C");
+    return;
+  }
+  if (m > INT_MAX || n > INT_MAX || ldc > INT_MAX / m)
+    throw std::invalid_argument(describe(key) + ": C is too large to scale when k = 0");
+  TensorDescriptor matrix;  // C as a [1, 1, m, n] tensor with row stride ldc
+  const int rows = static_cast<int>(m), cols = static_cast<int>(n), stride = static_cast<int>(ldc);
+  check_cudnn(cudnnSetTensor4dDescriptorEx(matrix.get(), CUDNN_DATA_FLOAT, 1, 1, rows, cols, rows * stride,
+                                           rows * stride, stride, 1),
+              describe(key) + ": describing C");
+  check_cudnn(cudnnScaleTensor(backend.cudnn(), matrix.get(), c, &beta), describe(key) + ": scaling C by beta");
+}
+}  // namespace
+
+void CudaBackend::gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha,
+                               const float* a, Index lda, Index stride_a, const float* b, Index ldb, Index stride_b,
+                               float beta, float* c, Index ldc, Index stride_c) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  // One product is keyed with batch 1 and no strides, so gemm and a batch of one share their plans.
+  if (batch == 1) stride_a = stride_b = stride_c = 0;
+  const GemmKey key{trans_a, trans_b, m, n, k, lda, ldb, ldc, alignment(a, stride_a), alignment(b, stride_b),
+                    alignment(c, stride_c), batch, stride_a, stride_b, stride_c};
+  if (batch > INT_MAX) throw std::invalid_argument(describe(key) + ": more products than cuBLASLt's batch count holds");
   if (k == 0) {
-    if (beta == 0.f) {
-      check_cuda(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(float), 0,
-                                   static_cast<std::size_t>(n) * sizeof(float), static_cast<std::size_t>(m), stream()),
-                 describe(key) + ": zeroing C");
-      return;
-    }
-    if (m > INT_MAX || n > INT_MAX || ldc > INT_MAX / m)
-      throw std::invalid_argument(describe(key) + ": C is too large to scale when k = 0");
-    TensorDescriptor matrix;  // C as a [1, 1, m, n] tensor with row stride ldc
-    const int rows = static_cast<int>(m), cols = static_cast<int>(n), stride = static_cast<int>(ldc);
-    check_cudnn(cudnnSetTensor4dDescriptorEx(matrix.get(), CUDNN_DATA_FLOAT, 1, 1, rows, cols, rows * stride,
-                                             rows * stride, stride, 1),
-                describe(key) + ": describing C");
-    check_cudnn(cudnnScaleTensor(cudnn(), matrix.get(), c, &beta), describe(key) + ": scaling C by beta");
+    for (Index i = 0; i < batch; ++i) scale_result(*this, key, beta, c + i * stride_c);
     return;
   }
   if (!gemm_plans_) gemm_plans_.reset(new GemmPlans);

@@ -1,56 +1,16 @@
 // The GPU's losses, metrics and regularizer ops: the functors of math/losses.h, which the CPU tests run, in
 // for_each kernels, and the sums through CUB's TransformReduce with the same terms (deterministic run to run; the
 // order of additions differs from the CPU's, within rounding). Everything is queued on the backend's stream.
-#include <cub/device/device_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
-
 #include <stdexcept>
 #include <string>
 
 #include "api/backend/cuda/launch.cuh"
+#include "api/backend/cuda/reduce.cuh"
 #include "api/backend/math/losses.h"
 
 namespace tower::backend::cuda {
 
 namespace {
-
-// finish(*result) on the device, after a reduction wrote result.
-template <class T, class Finish>
-struct FinishFrom {
-  Finish finish;
-  const T* result;
-  TOWER_HD void operator()(Index) const { finish(*result); }
-};
-
-// finish(value) on the device: the sum of no terms.
-template <class T, class Finish>
-struct FinishWith {
-  Finish finish;
-  T value;
-  TOWER_HD void operator()(Index) const { finish(value); }
-};
-
-std::string shape_text(const char* op, Index n) { return std::string(op) + " (n=" + std::to_string(n) + ")"; }
-
-// finish(init op term(0) op ... op term(n - 1)): CUB reduces into the start of the workspace, its temporary storage
-// after it, and a one-thread kernel applies finish.
-template <class T, class Term, class Op, class Finish>
-void reduce(CudaBackend& backend, Index n, const Term& term, Op op, T init, const Finish& finish, const char* what) {
-  const cudaStream_t stream = backend.stream();
-  if (n == 0) return for_each(1, FinishWith<T, Finish>{finish, init}, stream, what);
-  const thrust::counting_iterator<Index> indices(0);
-  std::size_t temp_bytes = 0;
-  check_cuda(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, indices, static_cast<T*>(nullptr), n, op, term,
-                                                init, stream),
-             shape_text(what, n));
-  constexpr std::size_t kResultBytes = (sizeof(T) + 255) / 256 * 256;
-  char* workspace = static_cast<char*>(backend.workspace(kResultBytes + temp_bytes));
-  T* result = reinterpret_cast<T*>(workspace);
-  check_cuda(cub::DeviceReduce::TransformReduce(workspace + kResultBytes, temp_bytes, indices, result, n, op, term,
-                                                init, stream),
-             shape_text(what, n));
-  for_each(1, FinishFrom<T, Finish>{finish, result}, stream, what);
-}
 
 template <int N>
 math::Sums<N> zeros() {

@@ -2,6 +2,8 @@
 // NumPy-style broadcasting element-wise ops and the reduction that is their gradient (Backend::broadcast_binary,
 // Backend::broadcast_reduce), as both backends run them: each output element's coordinates from its index, each
 // operand's element from its strides (0 along a stretched axis).
+#include <math.h>
+
 #include "api/backend/backend.h"
 #include "api/backend/math/hd.h"
 
@@ -17,6 +19,12 @@ TOWER_HD float binary_op(BinaryOp op, float a, float b) {
     case BinaryOp::maximum: return a != a || b != b ? a + b : (a >= b ? a : b);
     case BinaryOp::minimum: return a != a || b != b ? a + b : (a <= b ? a : b);
     case BinaryOp::equal: return a == b ? 1.f : 0.f;
+    case BinaryOp::power: return powf(a, b);
+    case BinaryOp::not_equal: return a != b ? 1.f : 0.f;
+    case BinaryOp::less: return a < b ? 1.f : 0.f;
+    case BinaryOp::less_equal: return a <= b ? 1.f : 0.f;
+    case BinaryOp::greater: return a > b ? 1.f : 0.f;
+    case BinaryOp::greater_equal: return a >= b ? 1.f : 0.f;
   }
   return 0.f;
 }

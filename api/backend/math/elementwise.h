@@ -1,6 +1,6 @@
 #pragma once
-// Element-wise arithmetic of Backend::fill, add, sub, mul, axpby, scale_shift and add_bias, one output element
-// per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
+// Element-wise arithmetic of Backend::fill, add, sub, mul, unary, select, axpby, scale_shift and add_bias, one output
+// element per call: the CPU backend runs these functors in its vectorised loops (cpu/loops.h), the CUDA backend in
 // for_each (cuda/launch.cuh). Each writes only element i of its output (add_bias: the element at flat index i),
 // so an output may alias an input.
 #include <cmath>
@@ -45,6 +45,9 @@ TOWER_HD float unary_op(UnaryOp op, float v) {
     case UnaryOp::sqrt: return sqrtf(v);
     case UnaryOp::square: return v * v;
     case UnaryOp::reciprocal: return 1.f / v;
+    case UnaryOp::log1p: return log1pf(v);
+    case UnaryOp::rsqrt: return 1.f / sqrtf(v);  // not CUDA's rsqrtf, which rounds differently from the CPU
+    case UnaryOp::erf: return erff(v);
   }
   return v;
 }
@@ -55,6 +58,13 @@ struct Unary {
   const float* x;
   float* y;
   TOWER_HD void operator()(Index i) const { y[i] = unary_op(op, x[i]); }
+};
+
+// Backend::select: y[i] = cond[i] != 0 ? a[i] : b[i].
+struct Select {
+  const float *cond, *a, *b;
+  float* y;
+  TOWER_HD void operator()(Index i) const { y[i] = cond[i] != 0.f ? a[i] : b[i]; }
 };
 
 // axpby with beta == 0: y is written without being read, so garbage (NaN) in y does not leak into the result.

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "api/backend/backend.h"
+#include "api/backend/math/any_values.h"
 #include "api/backend/math/hd.h"
 
 namespace tower::backend::math {
@@ -19,16 +20,6 @@ inline constexpr double kEpsilon = static_cast<double>(1e-7f);
 inline constexpr double kOneMinusEpsilon = static_cast<double>(1.0f - 1e-7f);
 // Keras' metrics_utils.NEG_INF: the score of an element outside the top k.
 inline constexpr float kNegInf = -1e10f;
-
-TOWER_HD double value_at(AnyValues v, Index i) {
-  switch (v.dtype) {
-    case DType::float32: return static_cast<const float*>(v.data)[i];
-    case DType::int32: return static_cast<const std::int32_t*>(v.data)[i];
-    case DType::int64: return static_cast<double>(static_cast<const std::int64_t*>(v.data)[i]);
-    case DType::uint8: return static_cast<const std::uint8_t*>(v.data)[i];
-  }
-  return 0;
-}
 
 TOWER_HD double clamp(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
 TOWER_HD double larger(double a, double b) { return a > b ? a : b; }
@@ -451,14 +442,6 @@ struct InvalidClassIndex {
   TOWER_HD std::int64_t operator()(Index i) const { return is_class_index(value_at(labels, i), classes) ? n : i; }
 };
 
-struct IndexMin {
-  TOWER_HD std::int64_t operator()(std::int64_t a, std::int64_t b) const { return b < a ? b : a; }
-};
-
-struct StoreIndex {
-  std::int64_t* out;
-  TOWER_HD void operator()(std::int64_t v) const { *out = v; }
-};
 
 // state[k] += sums[k].
 template <int N>
