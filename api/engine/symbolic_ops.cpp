@@ -64,7 +64,31 @@ SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b) {
 SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b) {
   return binary("minimum", a, b, &ops::minimum);
 }
+SymbolicTensor power(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("power", a, b, &ops::power); }
+SymbolicTensor power(const SymbolicTensor& a, float exponent) {
+  return with_scalar("power", a, exponent, false, &ops::power);
+}
+SymbolicTensor equal(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("equal", a, b, &ops::equal); }
+SymbolicTensor not_equal(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("not_equal", a, b, &ops::not_equal);
+}
+SymbolicTensor less(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("less", a, b, &ops::less); }
+SymbolicTensor less_equal(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("less_equal", a, b, &ops::less_equal);
+}
+SymbolicTensor greater(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("greater", a, b, &ops::greater);
+}
+SymbolicTensor greater_equal(const SymbolicTensor& a, const SymbolicTensor& b) {
+  return binary("greater_equal", a, b, &ops::greater_equal);
+}
+SymbolicTensor where(const SymbolicTensor& cond, const SymbolicTensor& a, const SymbolicTensor& b) {
+  return node("where", {cond, a, b}, [](const std::vector<Tensor>& t) { return ops::where(t[0], t[1], t[2]); });
+}
 SymbolicTensor negative(const SymbolicTensor& x) { return unary("negative", x, &ops::negative); }
+SymbolicTensor log1p(const SymbolicTensor& x) { return unary("log1p", x, &ops::log1p); }
+SymbolicTensor rsqrt(const SymbolicTensor& x) { return unary("rsqrt", x, &ops::rsqrt); }
+SymbolicTensor erf(const SymbolicTensor& x) { return unary("erf", x, &ops::erf); }
 SymbolicTensor abs(const SymbolicTensor& x) { return unary("abs", x, &ops::abs); }
 SymbolicTensor exp(const SymbolicTensor& x) { return unary("exp", x, &ops::exp); }
 SymbolicTensor log(const SymbolicTensor& x) { return unary("log", x, &ops::log); }
@@ -91,6 +115,45 @@ SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims
 SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
   axes = without_batch("mean", x, std::move(axes));
   return node("mean", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::mean(t[0], axes, keepdims); });
+}
+
+SymbolicTensor max(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
+  axes = without_batch("max", x, std::move(axes));
+  return node("max", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::max(t[0], axes, keepdims); });
+}
+SymbolicTensor min(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
+  axes = without_batch("min", x, std::move(axes));
+  return node("min", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::min(t[0], axes, keepdims); });
+}
+SymbolicTensor logsumexp(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
+  axes = without_batch("logsumexp", x, std::move(axes));
+  return node("logsumexp", {x},
+              [axes, keepdims](const std::vector<Tensor>& t) { return ops::logsumexp(t[0], axes, keepdims); });
+}
+SymbolicTensor log_softmax(const SymbolicTensor& x, int axis) {
+  without_batch("log_softmax", x, {axis});
+  return node("log_softmax", {x}, [axis](const std::vector<Tensor>& t) { return ops::log_softmax(t[0], axis); });
+}
+SymbolicTensor cumsum(const SymbolicTensor& x, int axis) {
+  without_batch("cumsum", x, {axis});
+  return node("cumsum", {x}, [axis](const std::vector<Tensor>& t) { return ops::cumsum(t[0], axis); });
+}
+
+SymbolicTensor stack(const std::vector<SymbolicTensor>& xs, int axis) {
+  if (!xs.empty() && (axis == 0 || axis == -xs.front().shape().rank() - 1))
+    throw std::invalid_argument("ops.stack: axis " + std::to_string(axis) + " would stack along the batch axis, which a "
+                                "node keeps first");
+  return node("stack", xs, [axis](const std::vector<Tensor>& t) { return ops::stack(t, axis); });
+}
+SymbolicTensor expand_dims(const SymbolicTensor& x, int axis) {
+  if (axis == 0 || axis == -x.shape().rank() - 1)
+    throw std::invalid_argument("ops.expand_dims: axis " + std::to_string(axis) + " of " + x.shape().to_string() +
+                                " would go before the batch axis, which a node keeps first");
+  return node("expand_dims", {x}, [axis](const std::vector<Tensor>& t) { return ops::expand_dims(t[0], axis); });
+}
+SymbolicTensor squeeze(const SymbolicTensor& x, std::vector<int> axes) {
+  axes = without_batch("squeeze", x, std::move(axes));
+  return node("squeeze", {x}, [axes](const std::vector<Tensor>& t) { return ops::squeeze(t[0], axes); });
 }
 
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("matmul", a, b, &ops::matmul); }

@@ -22,7 +22,20 @@ SymbolicTensor multiply(const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor divide(const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor power(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor power(const SymbolicTensor& a, float exponent);
+// Masks of 1 and 0, through which no gradient flows.
+SymbolicTensor equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor not_equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor less(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor less_equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor greater(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor greater_equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor where(const SymbolicTensor& cond, const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor negative(const SymbolicTensor& x);
+SymbolicTensor log1p(const SymbolicTensor& x);
+SymbolicTensor rsqrt(const SymbolicTensor& x);
+SymbolicTensor erf(const SymbolicTensor& x);
 SymbolicTensor abs(const SymbolicTensor& x);
 SymbolicTensor exp(const SymbolicTensor& x);
 SymbolicTensor log(const SymbolicTensor& x);
@@ -39,12 +52,20 @@ SymbolicTensor clip(const SymbolicTensor& x, float lo, float hi);
 // Over axes other than the batch axis (0), which a node keeps.
 SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
 SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+SymbolicTensor max(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+SymbolicTensor min(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+SymbolicTensor logsumexp(const SymbolicTensor& x, std::vector<int> axes, bool keepdims = false);
+SymbolicTensor log_softmax(const SymbolicTensor& x, int axis = -1);
+SymbolicTensor cumsum(const SymbolicTensor& x, int axis);
 // Shapes name the batch axis as the first: a node keeps it, so reshape's shape starts with -1 and transpose's
 // perm with 0, and concatenate joins along another axis.
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor reshape(const SymbolicTensor& x, Shape shape);
 SymbolicTensor transpose(const SymbolicTensor& x, std::vector<int> perm);
 SymbolicTensor concatenate(const std::vector<SymbolicTensor>& xs, int axis = -1);
+SymbolicTensor stack(const std::vector<SymbolicTensor>& xs, int axis);
+SymbolicTensor expand_dims(const SymbolicTensor& x, int axis);
+SymbolicTensor squeeze(const SymbolicTensor& x, std::vector<int> axes);
 SymbolicTensor einsum(const std::string& equation, const SymbolicTensor& a, const SymbolicTensor& b);
 
 }  // namespace tower::ops

@@ -123,6 +123,10 @@ Tensor divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::divide
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, "maximum", a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, "minimum", a, b); }
 Tensor power(const Tensor& a, const Tensor& b) { return binary(BinaryOp::power, "power", a, b); }
+Tensor power(const Tensor& a, float exponent) {
+  require_float("power", a, "the first operand");
+  return power(a, scalar(exponent, a.device()));
+}
 Tensor equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::equal, "equal", a, b); }
 Tensor not_equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::not_equal, "not_equal", a, b); }
 Tensor less(const Tensor& a, const Tensor& b) { return binary(BinaryOp::less, "less", a, b); }

@@ -28,14 +28,19 @@ Tensor matrix_product(const Tensor& a, const Tensor& b) {
       be(a).gemm(false, false, m, n, k, 1.f, a.data<float>(), k, b.data<float>(), n, 0.f, y.data<float>(), n);
   }
   return recorded("matmul", {a, b}, y, [a, b, m, k, n](const Tensor& g) {
-    Tensor ga(a.shape(), DType::float32, a.device()), gb(b.shape(), DType::float32, b.device());
-    if (ga.numel() > 0) {  // dA = dY B^T, dB = A^T dY
-      if (n == 0) ga.zero();
-      else be(g).gemm(false, true, m, k, n, 1.f, g.data<float>(), n, b.data<float>(), n, 0.f, ga.data<float>(), k);
+    // dA = dY B^T, dB = A^T dY; each only where it is wanted (a first layer's input needs none).
+    Tensor ga, gb;
+    if (input_needs_gradient(0)) {
+      ga = Tensor(a.shape(), DType::float32, a.device());
+      if (ga.numel() > 0 && n == 0) ga.zero();
+      else if (ga.numel() > 0)
+        be(g).gemm(false, true, m, k, n, 1.f, g.data<float>(), n, b.data<float>(), n, 0.f, ga.data<float>(), k);
     }
-    if (gb.numel() > 0) {
-      if (m == 0) gb.zero();
-      else be(g).gemm(true, false, k, n, m, 1.f, a.data<float>(), k, g.data<float>(), n, 0.f, gb.data<float>(), n);
+    if (input_needs_gradient(1)) {
+      gb = Tensor(b.shape(), DType::float32, b.device());
+      if (gb.numel() > 0 && m == 0) gb.zero();
+      else if (gb.numel() > 0)
+        be(g).gemm(true, false, k, n, m, 1.f, a.data<float>(), k, g.data<float>(), n, 0.f, gb.data<float>(), n);
     }
     return std::vector<Tensor>{ga, gb};
   });
@@ -126,8 +131,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Tensor y = batched_product(pa, false, pb, false, batch).reshape(Shape(dims));
   return recorded("matmul", {a, b}, y, [pa, pb, batch, m, n, sa = a.shape(), sb = b.shape()](const Tensor& g) {
     const Tensor dy = g.reshape(Shape(with_matrix(batch, m, n)));  // dA = dY B^T, dB = A^T dY
-    const Tensor ga = reduce_to(batched_product(dy, false, pb, true, batch), pa.shape());
-    return std::vector<Tensor>{ga.reshape(sa), second_gradient(pa, dy, pb.shape(), batch).reshape(sb)};
+    std::vector<Tensor> grads(2);
+    if (input_needs_gradient(0)) grads[0] = reduce_to(batched_product(dy, false, pb, true, batch), pa.shape()).reshape(sa);
+    if (input_needs_gradient(1)) grads[1] = second_gradient(pa, dy, pb.shape(), batch).reshape(sb);
+    return grads;
   });
 }
 

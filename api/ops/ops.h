@@ -38,6 +38,7 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 // a ** b, NumPy's float power (a negative a to a non-integer b is NaN). The gradients are TensorFlow's: b a^(b-1)
 // for a, and y log(a) for b where a > 0, 0 elsewhere.
 Tensor power(const Tensor& a, const Tensor& b);
+Tensor power(const Tensor& a, float exponent);  // a ** exponent (a rank-0 tensor on a's device)
 // 1 where the comparison holds, else 0 (NaN compares unequal to everything); not differentiable (no gradient flows
 // through them).
 Tensor equal(const Tensor& a, const Tensor& b);

@@ -2,6 +2,7 @@
 // train through the model's plan as the same model built from layers, and name themselves in errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +23,25 @@ TEST(SymbolicOps, AModelOfOpsComputesWhatTheOpsComputeEagerly) {
       (ops::relu(xs * 2.f) - ops::tanh(xs) / 3.f + 1.f + ops::mean(xs, {-1}, true) * xs).to_vector();
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+TEST(SymbolicOps, TheRestOfTheOpsComputeWhatTheyComputeEagerly) {
+  const auto f = [](const auto& x) {
+    const auto masked = ops::where(ops::greater(x, ops::negative(x)), ops::power(x, 2.f), ops::erf(x));
+    const auto stacked = ops::sum(ops::stack({x, ops::log1p(ops::abs(x))}, 1), {1});
+    return masked + stacked + ops::logsumexp(x, {-1}, true) + ops::log_softmax(x) + ops::cumsum(x, 2) +
+           ops::squeeze(ops::expand_dims(x, 1), {1}) * ops::max(x, {1}, true) - ops::min(x, {2}, true) +
+           ops::rsqrt(ops::square(x) + 1.f) * ops::less_equal(x, ops::square(x));
+  };
+  auto x = Input({3, 4});
+  Model model({x}, {f(x)});
+  const Tensor xs = testing::random_tensor({2, 3, 4}, 7);
+  const std::vector<float> got = model.predict(xs).to_vector(), want = f(xs).to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  EXPECT_THROW(ops::expand_dims(x, 0), std::invalid_argument);
+  EXPECT_THROW(ops::stack({x, x}, 0), std::invalid_argument);
+  EXPECT_THROW(ops::cumsum(x, 0), std::invalid_argument);
 }
 
 TEST(SymbolicOps, TrainAsTheSameModelBuiltFromLayers) {
@@ -65,6 +85,41 @@ TEST(SymbolicOps, ErrorsNameTheNode) {
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("(exp)"), std::string::npos) << e.what();
   }
+}
+
+// Self-attention written with symbolic ops between Dense layers: einsum, softmax, matmul, concatenate, transpose
+// and reshape as nodes compute what the same ops compute eagerly from the layers' weights, and the model trains.
+TEST(SymbolicOps, SelfAttentionOfOpsMatchesTheEagerOpsAndTrains) {
+  set_random_seed(9);
+  auto x = Input({4, 6});
+  auto q = layers::Dense({.units = 6})(x), k = layers::Dense({.units = 6})(x), v = layers::Dense({.units = 6})(x);
+  auto weights = ops::softmax(ops::einsum("bqd,bkd->bqk", q, k) * (1.f / std::sqrt(6.f)), -1);
+  auto attended = ops::matmul(weights, v);                                              // [N, 4, 6]
+  auto joined = ops::transpose(ops::concatenate({attended, x}, -1), {0, 2, 1});         // [N, 12, 4]
+  Model model({x}, {layers::Dense({.units = 3, .activation = "softmax"})(ops::reshape(joined, Shape{-1, 48}))});
+  EXPECT_EQ(model.outputs()[0].shape(), (Shape{-1, 3}));
+
+  const Tensor xs = testing::random_tensor({5, 4, 6}, 2);
+  const std::vector<VariablePtr> w = model.weights();  // q, k, v kernels and biases, then the head's
+  const auto dense = [&](const Tensor& in, int layer) { return ops::matmul(in, w[2 * layer]->value) + w[2 * layer + 1]->value; };
+  const Tensor eq = dense(xs, 0), ek = dense(xs, 1), ev = dense(xs, 2);
+  const Tensor ew = ops::softmax(ops::matmul(eq, ops::transpose(ek, {0, 2, 1})) * (1.f / std::sqrt(6.f)), -1);
+  const Tensor ej = ops::transpose(ops::concatenate({ops::matmul(ew, ev), xs}, -1), {0, 2, 1});
+  const std::vector<float> want = ops::softmax(dense(ops::reshape(ej, {5, 48}), 3)).to_vector();
+  const std::vector<float> got = model.predict(xs).to_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+
+  std::vector<float> labels(20);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>(i % 3);
+  model.compile(optimizers::Adam(1e-2), losses::SparseCategoricalCrossentropy());
+  const callbacks::History h = model.fit(testing::random_tensor({20, 4, 6}, 3), Tensor::from_vector(labels, {20}),
+                                         {.epochs = 15, .batch_size = 10, .verbose = 0, .shuffle = false});
+  EXPECT_LT(h["loss"].back(), 0.8 * h["loss"].front());
+
+  EXPECT_THROW(ops::reshape(joined, Shape{5, 48}), std::invalid_argument);
+  EXPECT_THROW(ops::transpose(joined, {1, 0, 2}), std::invalid_argument);
+  EXPECT_THROW(ops::concatenate({attended, x}, 0), std::invalid_argument);
 }
 
 // The README's example.
