@@ -132,9 +132,66 @@ void CpuBackend::sub(const float* a, const float* b, float* y, Index n) { elemen
 
 void CpuBackend::mul(const float* a, const float* b, float* y, Index n) { elementwise(n, math::Mul{a, b, y}); }
 
+namespace {
+
+// A broadcast whose last axis each operand reads densely or stretches (a bias over rows, a per-row scale), row by
+// row: each row's operand offsets from its coordinates once, then the row in a vectorised loop.
+template <BinaryOp Op>
+void broadcast_rows(const float* a, const float* b, float* y, const Broadcast& s, Index rows, Index cols) {
+  const Index step_a = s.a[s.rank - 1], step_b = s.b[s.rank - 1];
+  parallel_ranges(
+      rows,
+      [&](Index begin, Index end) {
+        for (Index r = begin; r < end; ++r) {
+          Index rest = r, offset_a = 0, offset_b = 0;
+          for (int k = s.rank - 2; k >= 0; --k) {
+            const Index coordinate = rest % s.dims[k];
+            offset_a += coordinate * s.a[k];
+            offset_b += coordinate * s.b[k];
+            rest /= s.dims[k];
+          }
+          const float* ra = a + offset_a;
+          const float* rb = b + offset_b;
+          float* ry = y + r * cols;
+          if (step_a != 0 && step_b != 0) {
+#pragma omp simd
+            for (Index c = 0; c < cols; ++c) ry[c] = math::binary_op(Op, ra[c], rb[c]);
+          } else if (step_a != 0) {
+            const float vb = rb[0];
+#pragma omp simd
+            for (Index c = 0; c < cols; ++c) ry[c] = math::binary_op(Op, ra[c], vb);
+          } else if (step_b != 0) {
+            const float va = ra[0];
+#pragma omp simd
+            for (Index c = 0; c < cols; ++c) ry[c] = math::binary_op(Op, va, rb[c]);
+          } else {
+            const float v = math::binary_op(Op, ra[0], rb[0]);
+            for (Index c = 0; c < cols; ++c) ry[c] = v;
+          }
+        }
+      },
+      std::max<Index>(1, kParallelGrain / cols));
+}
+
+template <BinaryOp... Ops>
+bool broadcast_rows_of(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s, Index rows,
+                       Index cols) {
+  return ((op == Ops && (broadcast_rows<Ops>(a, b, y, s, rows, cols), true)) || ...);
+}
+
+}  // namespace
+
 void CpuBackend::broadcast_binary(BinaryOp op, const float* a, const float* b, float* y, const Broadcast& s) {
   Index n = 1;
   for (int k = 0; k < s.rank; ++k) n *= s.dims[k];
+  const Index cols = s.rank > 0 ? s.dims[s.rank - 1] : 1;
+  const auto dense_or_stretched = [](Index step) { return step == 0 || step == 1; };
+  if (cols >= 16 && n > 0 && dense_or_stretched(s.a[s.rank - 1]) && dense_or_stretched(s.b[s.rank - 1]) &&
+      broadcast_rows_of<BinaryOp::add, BinaryOp::subtract, BinaryOp::multiply, BinaryOp::divide, BinaryOp::maximum,
+                        BinaryOp::minimum, BinaryOp::equal, BinaryOp::power, BinaryOp::not_equal, BinaryOp::less,
+                        BinaryOp::less_equal, BinaryOp::greater, BinaryOp::greater_equal>(op, a, b, y, s, n / cols,
+                                                                                            cols))
+    return;
   elementwise(n, math::BroadcastBinary{op, a, b, y, s});
 }
 
