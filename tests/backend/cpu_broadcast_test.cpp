@@ -52,5 +52,24 @@ TEST(CpuBroadcast, TheRowLoopMatchesTheElementFunctor) {
   for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], copy[i] + bv[i % 32]) << i;
 }
 
+// The reduction that is a broadcast operand's gradient, when the operand keeps the long last axis: the CPU's row loop
+// sums exactly what the per-element functor sums (both in double, in the same order).
+TEST(CpuBroadcast, TheRowReductionMatchesTheElementFunctor) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{8, 11, 11, 64}, {8, 1, 1, 64}}, {{3, 5, 32}, {1, 5, 32}}, {{3, 5, 32}, {3, 1, 32}}, {{2, 3, 4, 17}, {1, 3, 1, 17}},
+      {{40, 7, 16}, {1, 1, 16}},        {{6, 20}, {6, 20}}};
+  Backend& cpu = get(Device::cpu());
+  for (const auto& [from, to] : cases) {
+    const Broadcast s = make_broadcast(from, to, from, "test");
+    const std::vector<float> dy = values(from.numel(), 5);
+    std::vector<float> got(static_cast<std::size_t>(to.numel())), want(got.size());
+    cpu.broadcast_reduce(dy.data(), got.data(), s);
+    const math::BroadcastReduce f{dy.data(), want.data(), s};
+    for (Index j = 0; j < to.numel(); ++j) f(j);
+    for (std::size_t j = 0; j < got.size(); ++j)
+      ASSERT_EQ(got[j], want[j]) << from.to_string() << " -> " << to.to_string() << " [" << j << "]";
+  }
+}
+
 }  // namespace
 }  // namespace tower::backend

@@ -204,6 +204,47 @@ void CpuBackend::select(const float* cond, const float* a, const float* b, float
 void CpuBackend::broadcast_reduce(const float* dy, float* dx, const Broadcast& s) {
   Index n = 1, each = 1;
   for (int k = 0; k < s.rank; ++k) (s.a[k] == 0 ? each : n) *= s.dims[k];
+  const Index cols = s.rank > 0 ? s.dims[s.rank - 1] : 1;
+  if (s.rank > 0 && s.a[s.rank - 1] != 0 && cols >= 16 && n > 0) {
+    // The last axis is kept (a squeeze-and-excitation gate's gradient, a mean over H and W): each row of dx adds
+    // up whole rows of dy, element by element in a vectorised loop, in the per-element functor's order (the
+    // reduced positions in row-major order, in double), so the sums are the functor's to the bit.
+    Index out_stride[kMaxBroadcastRank];
+    for (Index k = s.rank - 1, stride = 1; k >= 0; --k) {
+      out_stride[k] = stride;
+      stride *= s.dims[k];
+    }
+    parallel_ranges(
+        n / cols,
+        [&](Index begin, Index end) {
+          std::vector<double> sum(static_cast<std::size_t>(cols));
+          for (Index q = begin; q < end; ++q) {
+            Index rest = q, base = 0;
+            for (int k = s.rank - 2; k >= 0; --k) {
+              if (s.a[k] == 0) continue;
+              base += rest % s.dims[k] * out_stride[k];
+              rest /= s.dims[k];
+            }
+            std::fill(sum.begin(), sum.end(), 0.0);
+            for (Index t = 0; t < each; ++t) {
+              Index left = t, offset = base;
+              for (int k = s.rank - 2; k >= 0; --k) {
+                if (s.a[k] != 0) continue;
+                offset += left % s.dims[k] * out_stride[k];
+                left /= s.dims[k];
+              }
+              const float* row = dy + offset;
+              double* acc = sum.data();
+#pragma omp simd
+              for (Index c = 0; c < cols; ++c) acc[c] += row[c];
+            }
+            float* out = dx + q * cols;
+            for (Index c = 0; c < cols; ++c) out[c] = static_cast<float>(sum[static_cast<std::size_t>(c)]);
+          }
+        },
+        std::max<Index>(1, kParallelGrain / std::max<Index>(each * cols, 1)));
+    return;
+  }
   parallel_for(n, math::BroadcastReduce{dy, dx, s}, std::max<Index>(1, kParallelGrain / std::max<Index>(each, 1)));
 }
 
