@@ -20,7 +20,18 @@ struct CallState : LayerState {
 
 std::vector<Shape> CustomLayer::compute_output_shape(const std::vector<Shape>& input_shapes) const {
   auto& self = const_cast<CustomLayer&>(*this);  // call() and build() are the user's, and not const
+  const bool was_built = built();
   self.ensure_built(input_shapes);
+  try {
+    return shapes_from_call(input_shapes);
+  } catch (...) {
+    if (!was_built) self.unbuild();  // built for shapes its call() does not take: nothing half-built is left
+    throw;
+  }
+}
+
+std::vector<Shape> CustomLayer::shapes_from_call(const std::vector<Shape>& input_shapes) const {
+  auto& self = const_cast<CustomLayer&>(*this);
   const std::vector<VariablePtr> w = weights();
   const Device device = w.empty() ? Device::cpu() : w.front()->value.device();
   std::vector<Tensor> zeros;

@@ -42,11 +42,15 @@ class CustomLayer : public Layer {
   // The layer's computation: one tensor per input ([N, ...], float32, on the model's device), one per output.
   virtual std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) = 0;
 
-  // Builds the layer (its weights) if it is not built, then runs call() on zeros of these shapes (batch 1).
+  // Builds the layer (its weights) if it is not built, then runs call() on zeros of these shapes (batch 1). A
+  // first call that fails leaves the layer unbuilt, so it can be called on other shapes.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   void forward(const ForwardContext& ctx) final;
   void backward(const BackwardContext& ctx) final;
   int num_inputs() const override { return -1; }
+
+ private:
+  std::vector<Shape> shapes_from_call(const std::vector<Shape>& input_shapes) const;
 };
 
 // A CustomLayer whose call() is a given function of its inputs (layers::Lambda, and the nodes tower::ops adds to a

@@ -62,8 +62,19 @@ void Layer::check_num_inputs(const std::vector<Shape>& shapes, int expected) con
 
 void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
   if (built_) return;
-  build(input_shapes);
+  const std::size_t before = weights_.size();
+  try {
+    build(input_shapes);
+  } catch (...) {
+    weights_.resize(before);  // nothing half-built
+    throw;
+  }
   built_ = true;
+}
+
+void Layer::unbuild() {
+  weights_.clear();
+  built_ = false;
 }
 
 SymbolicTensor Layer::operator()(const SymbolicTensor& input) {

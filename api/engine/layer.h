@@ -104,7 +104,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   SymbolicTensor operator()(const SymbolicTensor& input);
   SymbolicTensors operator()(const std::vector<SymbolicTensor>& inputs);
 
-  // Builds the layer for inputs of these shapes (batch dimension -1) unless it is built already.
+  // Builds the layer for inputs of these shapes (batch dimension -1) unless it is built already. A build that
+  // throws leaves the layer unbuilt, without the weights it made, so it can be built again.
   void ensure_built(const std::vector<Shape>& input_shapes);
   bool built() const { return built_; }
   virtual void build(const std::vector<Shape>& input_shapes) { (void)input_shapes; }
@@ -157,6 +158,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   void check_num_inputs(const std::vector<Shape>& shapes, int expected) const;
   // The name actually used (for options structs whose name field was empty).
   void set_name(std::string name) { name_ = std::move(name); }
+  // Back to unbuilt, without weights: for a layer whose first call failed after its build (a CustomLayer whose
+  // call() does not fit the shapes it was built for), so a call on other shapes builds it afresh.
+  void unbuild();
 
  private:
   std::string type_;

@@ -241,6 +241,39 @@ TEST(CustomLayer, ACallThatFailsOnItsShapesNamesTheLayer) {
   }
 }
 
+// A layer whose first call failed is not left half-built: called on shapes it takes, it builds afresh (weights for
+// those shapes) and trains. So is one whose build() throws.
+TEST(CustomLayer, ALayerWhoseFirstCallFailedBuildsAgain) {
+  auto se = std::make_shared<SqueezeExcite>(SqueezeExcite::Options{.ratio = 2, .name = "se_again"});
+  EXPECT_THROW((*se)(Input({6})), ShapeError);  // built for [6], which its call cannot average over
+  EXPECT_FALSE(se->built());
+  EXPECT_TRUE(se->weights().empty());
+  auto in = Input({3, 3, 4});
+  Model model({in}, {layers::Dense({.units = 3, .activation = "softmax"})(layers::Flatten()((*se)(in)))});
+  ASSERT_EQ(se->weights().size(), 2u);
+  EXPECT_EQ(se->weights()[0]->value.shape(), (Shape{4, 2}));
+  model.compile(optimizers::SGD(0.1), losses::SparseCategoricalCrossentropy());
+  const callbacks::History h = model.fit(testing::random_tensor({8, 3, 3, 4}, 6), labels(8), {.epochs = 3, .verbose = 0});
+  EXPECT_LT(h["loss"].back(), h["loss"].front());
+
+  struct FailingBuild final : CustomLayer {
+    FailingBuild() : CustomLayer("FailingBuild", "failing_build") {}
+    bool fail = true;
+    void build(const std::vector<Shape>& in) override {
+      add_weight("w", {in[0][-1], 2});
+      if (fail) throw std::invalid_argument("no");
+    }
+    std::vector<Tensor> call(const std::vector<Tensor>& x, bool) override { return {ops::matmul(x[0], weights()[0]->value)}; }
+    Config get_config() const override { return {}; }
+  };
+  auto failing = std::make_shared<FailingBuild>();
+  EXPECT_THROW((*failing)(Input({3})), std::invalid_argument);
+  EXPECT_TRUE(failing->weights().empty());
+  failing->fail = false;
+  EXPECT_EQ((*failing)(Input({5})).shape(), (Shape{-1, 2}));
+  EXPECT_EQ(failing->weights().size(), 1u);
+}
+
 // A Lambda of ops trains as the same function written as layers, and refuses to be saved, naming itself.
 TEST(CustomLayer, ALambdaOfOpsTrainsAndRefusesAConfig) {
   const Tensor x = testing::random_tensor({16, 6}, 4);
