@@ -12,6 +12,7 @@
 #include "layers/dense.h"
 #include "layers/depthwise_conv2d.h"
 #include "layers/dropout.h"
+#include "layers/embedding.h"
 #include "layers/flatten.h"
 #include "layers/global_average_pooling2d.h"
 #include "layers/global_max_pooling2d.h"
