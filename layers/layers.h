@@ -17,6 +17,7 @@
 #include "layers/global_average_pooling2d.h"
 #include "layers/global_max_pooling2d.h"
 #include "layers/lambda.h"
+#include "layers/layer_normalization.h"
 #include "layers/local_response_normalization.h"
 #include "layers/max_pooling2d.h"
 #include "layers/maximum.h"

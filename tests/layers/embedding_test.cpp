@@ -3,7 +3,9 @@
 #include <string>
 
 #include "layers/dense.h"
+#include "layers/flatten.h"
 #include "layers/lambda.h"
+#include "layers/layer_normalization.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -16,6 +18,13 @@ std::string message_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// Ids 0..n-1 of a [rows, cols] int32 tensor, repeating.
+Tensor ids(Index rows, Index cols, std::int32_t n) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>((i * 7 + 3) % static_cast<std::size_t>(n));
+  return Tensor::from_vector(v, {rows, cols});
 }
 
 TEST(Embedding, PredictLooksUpTheRowsOfInt32Ids) {
@@ -117,6 +126,26 @@ TEST(Embedding, TrainsWithFitOnInt32TokenIds) {
   EXPECT_LT(hist["loss"].back(), 0.5 * hist["loss"].front());
   const std::vector<float> p = model.predict(x).to_vector();
   for (Index i = 0; i < n; ++i) EXPECT_GT(p[2 * i + (i % 2)], 0.5f) << "sequence " << i;
+}
+
+// Both sequence layers go through a model file and predict the same.
+TEST(Embedding, AModelWithEmbeddingAndLayerNormalizationSavesAndLoads) {
+  set_random_seed(5);
+  auto in = Input({4});
+  auto h = layers::Embedding({.input_dim = 12, .output_dim = 6, .name = "emb"})(in);
+  h = layers::LayerNormalization({.axis = {1, 2}, .epsilon = 1e-4f, .name = "ln"})(h);
+  Model model({in}, {layers::Dense({.units = 3})(layers::Flatten()(h))});
+  model.compile(optimizers::SGD(0.1), losses::MeanSquaredError());
+  const Tensor x = ids(10, 4, 12);
+  model.fit(x, testing::random_tensor({10, 3}, 2), {.epochs = 2, .batch_size = 5, .verbose = 0});
+  const std::string path = ::testing::TempDir() + "embedding_layer_norm.tower";
+  model.save(path);
+  Model loaded = Model::load(path);
+  EXPECT_EQ(loaded.predict(x).to_vector(), model.predict(x).to_vector());
+  const Config ln = loaded->get_layer("ln")->get_config();
+  EXPECT_EQ(ln.at("axis").as_list().size(), 2u);
+  EXPECT_FLOAT_EQ(static_cast<float>(ln.at("epsilon").as_double()), 1e-4f);
+  EXPECT_EQ(loaded->get_layer("emb")->get_config().at("input_dim").as_int(), 12);
 }
 
 }  // namespace

@@ -193,6 +193,14 @@ CASES = [
     case("Embedding_2d", "Embedding", {"input_dim": 5, "output_dim": 3}, [(3, 4)], inputs="ids", low=0, high=5),
     case("Embedding_3d", "Embedding", {"input_dim": 7, "output_dim": 2}, [(2, 3, 4)], inputs="ids", low=0,
          high=4),
+    # LayerNormalization
+    case("LayerNormalization_axis_last", "LayerNormalization", {}, [(2, 3, 5)]),
+    case("LayerNormalization_axis_1_2", "LayerNormalization", {"axis": [1, 2]}, [(2, 3, 4, 2)]),
+    case("LayerNormalization_no_center", "LayerNormalization", {"center": False}, [(3, 4)]),
+    case("LayerNormalization_no_scale", "LayerNormalization", {"scale": False}, [(2, 2, 4)]),
+    case("LayerNormalization_rms_scaling", "LayerNormalization", {"rms_scaling": True}, [(2, 3, 4)]),
+    case("LayerNormalization_epsilon", "LayerNormalization", {"epsilon": 0.1, "axis": -2}, [(2, 3, 4)],
+         low=-0.3, high=0.3),
     # Rescaling
     case("Rescaling_to_unit", "Rescaling", {"scale": 1.0 / 127.5, "offset": -1.0}, [(2, 3, 3, 2)], low=0.0,
          high=255.0),
