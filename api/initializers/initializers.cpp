@@ -66,13 +66,15 @@ Initializer read_arguments(const Known& k, const Config& args) {
 }  // namespace
 
 Registry<Initializer>& registry() {
-  // Keras' class names, with its snake_case names (and "zero", "one") as aliases.
+  // Keras' class names, with its snake_case names (and "zero", "one", "uniform", "normal") as aliases.
   static Registry<Initializer> r("initializer");
   static const bool populated = [] {
     for (const Known& k : kKnown) {
       std::vector<std::string> aliases = {k.snake};
       if (std::string(k.snake) == "zeros") aliases.push_back("zero");
       if (std::string(k.snake) == "ones") aliases.push_back("one");
+      if (std::string(k.snake) == "random_uniform") aliases.push_back("uniform");
+      if (std::string(k.snake) == "random_normal") aliases.push_back("normal");
       r.add(k.camel, [&k](const Config& args) { return read_arguments(k, args); }, aliases);
     }
     return true;

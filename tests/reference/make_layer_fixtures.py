@@ -52,7 +52,8 @@ KINKS = (0.0, 0.5, 6.0, -3.0, 3.0)
 
 
 def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0):
-    """inputs: "uniform" (seeded uniform in [low, high)) or "grid" (a permutation of a spaced grid in [low, high])."""
+    """inputs: "uniform" (seeded uniform in [low, high)), "grid" (a permutation of a spaced grid in [low, high]) or
+    "ids" (seeded integers in [low, high), fed to Keras as int32 and written as floats; their gradient is zero)."""
     return dict(name=name, class_name=class_name, config=config, input_shapes=input_shapes, training=training,
                 inputs=inputs, low=low, high=high)
 
@@ -187,6 +188,19 @@ CASES = [
     case("Concatenate_axis_last", "Concatenate", {"axis": -1}, [(2, 3, 2), (2, 3, 4)]),
     case("Concatenate_axis_1", "Concatenate", {"axis": 1}, [(2, 2, 3), (2, 3, 3)]),
     case("Concatenate_3_inputs_rank4", "Concatenate", {}, [(2, 2, 2, 1), (2, 2, 2, 3), (2, 2, 2, 2)]),
+    # Embedding: ids drawn from a range smaller than the batch's count of ids, so ids repeat and their rows'
+    # gradients add up.
+    case("Embedding_2d", "Embedding", {"input_dim": 5, "output_dim": 3}, [(3, 4)], inputs="ids", low=0, high=5),
+    case("Embedding_3d", "Embedding", {"input_dim": 7, "output_dim": 2}, [(2, 3, 4)], inputs="ids", low=0,
+         high=4),
+    # LayerNormalization
+    case("LayerNormalization_axis_last", "LayerNormalization", {}, [(2, 3, 5)]),
+    case("LayerNormalization_axis_1_2", "LayerNormalization", {"axis": [1, 2]}, [(2, 3, 4, 2)]),
+    case("LayerNormalization_no_center", "LayerNormalization", {"center": False}, [(3, 4)]),
+    case("LayerNormalization_no_scale", "LayerNormalization", {"scale": False}, [(2, 2, 4)]),
+    case("LayerNormalization_rms_scaling", "LayerNormalization", {"rms_scaling": True}, [(2, 3, 4)]),
+    case("LayerNormalization_epsilon", "LayerNormalization", {"epsilon": 0.1, "axis": -2}, [(2, 3, 4)],
+         low=-0.3, high=0.3),
     # Rescaling
     case("Rescaling_to_unit", "Rescaling", {"scale": 1.0 / 127.5, "offset": -1.0}, [(2, 3, 3, 2)], low=0.0,
          high=255.0),
@@ -222,6 +236,8 @@ def draw_input(c, shape, index):
     low, high = c["low"], c["high"]
     if c["inputs"] == "uniform":
         return rng.uniform(low, high, size=shape).astype(np.float32)
+    if c["inputs"] == "ids":
+        return rng.integers(low, high, size=shape).astype(np.int32)
     # A permutation of n evenly spaced values, shifted so that no value is near a kink (within a quarter step,
     # at most 0.01) and every value is distinct (max pooling picks a unique maximum; tf's gradient of ties
     # would split).
@@ -248,7 +264,8 @@ def make_case(c):
     cls = getattr(keras.layers, c["class_name"])
     layer = cls(**c["config"])
     shapes = c["input_shapes"]
-    sym = [keras.Input(shape=s[1:], batch_size=None) for s in shapes]
+    dtype = "int32" if c["inputs"] == "ids" else "float32"
+    sym = [keras.Input(shape=s[1:], batch_size=None, dtype=dtype) for s in shapes]
     layer(sym if len(sym) > 1 else sym[0])
 
     # Deterministic weights.
@@ -265,7 +282,8 @@ def make_case(c):
     xs = [tf.constant(draw_input(c, s, i)) for i, s in enumerate(shapes)]
     with tf.GradientTape(persistent=True) as tape:
         for x in xs:
-            tape.watch(x)
+            if x.dtype.is_floating:
+                tape.watch(x)
         out = layer(xs if len(xs) > 1 else xs[0], training=c["training"])
         outs = out if isinstance(out, (list, tuple)) else [out]
         rrng = np.random.default_rng(seed_of(c["name"], "upstream"))
