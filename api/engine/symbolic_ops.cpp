@@ -156,6 +156,82 @@ SymbolicTensor squeeze(const SymbolicTensor& x, std::vector<int> axes) {
   return node("squeeze", {x}, [axes](const std::vector<Tensor>& t) { return ops::squeeze(t[0], axes); });
 }
 
+namespace {
+
+// Throws naming `op` unless `axis` of x is another than the batch axis; returns it counted from the front.
+int non_batch_axis(const char* op, const SymbolicTensor& x, int axis) {
+  const int rank = x.shape().rank();
+  if (axis < -rank || axis >= rank || axis == 0 || axis == -rank)
+    throw std::invalid_argument(std::string("ops.") + op + ": axis " + std::to_string(axis) + " of " +
+                                x.shape().to_string() + " is the batch axis or out of range; a node keeps the batch axis");
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Throws naming `op` unless `per_axis` has one entry per axis of x and `keeps` holds for the batch axis' entry.
+template <class T, class Keeps>
+void require_batch_kept(const char* op, const SymbolicTensor& x, const std::vector<T>& per_axis, Keeps keeps,
+                        const char* what) {
+  if (static_cast<int>(per_axis.size()) != x.shape().rank() || !keeps(per_axis.front()))
+    throw std::invalid_argument(std::string("ops.") + op + ": give one entry per axis of " + x.shape().to_string() +
+                                ", the batch axis' " + what + "; a node keeps the batch axis");
+}
+
+}  // namespace
+
+std::vector<SymbolicTensor> split(const SymbolicTensor& x, int sections, int axis) {
+  const int k = non_batch_axis("split", x, axis);
+  const Index size = x.shape()[k];
+  if (sections <= 0 || size % sections != 0)
+    throw std::invalid_argument("ops.split: axis " + std::to_string(axis) + " of " + x.shape().to_string() +
+                                " does not divide into " + std::to_string(sections) + " equal sections");
+  std::vector<SymbolicTensor> parts;
+  for (int i = 0; i < sections; ++i) {
+    std::vector<Index> start(static_cast<std::size_t>(x.shape().rank()), 0), shape = x.shape().dims();
+    shape[0] = -1;
+    start[static_cast<std::size_t>(k)] = i * (size / sections);
+    shape[static_cast<std::size_t>(k)] = size / sections;
+    parts.push_back(node("split", {x}, [start, shape](const std::vector<Tensor>& t) { return ops::slice(t[0], start, shape); }));
+  }
+  return parts;
+}
+
+SymbolicTensor slice(const SymbolicTensor& x, const std::vector<Index>& start_indices, const std::vector<Index>& shape) {
+  require_batch_kept("slice", x, start_indices, [](Index v) { return v == 0; }, "start 0");
+  require_batch_kept("slice", x, shape, [](Index v) { return v == -1; }, "size -1");
+  return node("slice", {x}, [start_indices, shape](const std::vector<Tensor>& t) {
+    return ops::slice(t[0], start_indices, shape);
+  });
+}
+
+SymbolicTensor take(const SymbolicTensor& x, const Tensor& indices, int axis) {
+  const int k = non_batch_axis("take", x, axis);
+  return node("take", {x}, [indices, k](const std::vector<Tensor>& t) {
+    return ops::take(t[0], indices.device() == t[0].device() ? indices : indices.to(t[0].device()), k);
+  });
+}
+
+SymbolicTensor one_hot(const SymbolicTensor& x, Index num_classes) {
+  return node("one_hot", {x}, [num_classes](const std::vector<Tensor>& t) { return ops::one_hot(t[0], num_classes); });
+}
+
+SymbolicTensor pad(const SymbolicTensor& x, const std::vector<std::pair<Index, Index>>& pad_width, float constant_value) {
+  require_batch_kept("pad", x, pad_width, [](const std::pair<Index, Index>& p) { return p.first == 0 && p.second == 0; },
+                     "(0, 0)");
+  return node("pad", {x}, [pad_width, constant_value](const std::vector<Tensor>& t) {
+    return ops::pad(t[0], pad_width, constant_value);
+  });
+}
+
+SymbolicTensor tile(const SymbolicTensor& x, const std::vector<Index>& repeats) {
+  require_batch_kept("tile", x, repeats, [](Index v) { return v == 1; }, "1");
+  return node("tile", {x}, [repeats](const std::vector<Tensor>& t) { return ops::tile(t[0], repeats); });
+}
+
+SymbolicTensor repeat(const SymbolicTensor& x, Index repeats, int axis) {
+  const int k = non_batch_axis("repeat", x, axis);
+  return node("repeat", {x}, [repeats, k](const std::vector<Tensor>& t) { return ops::repeat(t[0], repeats, k); });
+}
+
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b) { return binary("matmul", a, b, &ops::matmul); }
 
 SymbolicTensor reshape(const SymbolicTensor& x, Shape shape) {

@@ -10,8 +10,10 @@
 // cannot hold: such a model trains, predicts and saves its weights, but saving the whole model (or a strategy that
 // rebuilds it from its config) throws, naming the node; write a CustomLayer with get_config for that.
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "api/core/tensor.h"
 #include "api/engine/node.h"
 
 namespace tower::ops {
@@ -66,6 +68,20 @@ SymbolicTensor concatenate(const std::vector<SymbolicTensor>& xs, int axis = -1)
 SymbolicTensor stack(const std::vector<SymbolicTensor>& xs, int axis);
 SymbolicTensor expand_dims(const SymbolicTensor& x, int axis);
 SymbolicTensor squeeze(const SymbolicTensor& x, std::vector<int> axes);
+// Parts along a non-batch axis (one node each).
+std::vector<SymbolicTensor> split(const SymbolicTensor& x, int sections, int axis);
+// A block keeping the whole batch: start_indices[0] is 0 and shape[0] is -1.
+SymbolicTensor slice(const SymbolicTensor& x, const std::vector<Index>& start_indices, const std::vector<Index>& shape);
+// The elements at the constant `indices` along a non-batch axis.
+SymbolicTensor take(const SymbolicTensor& x, const Tensor& indices, int axis);
+// One-hot rows of the ids x holds (float32 integers), a last axis of num_classes.
+SymbolicTensor one_hot(const SymbolicTensor& x, Index num_classes);
+// One pair per axis, the batch axis' (0, 0).
+SymbolicTensor pad(const SymbolicTensor& x, const std::vector<std::pair<Index, Index>>& pad_width,
+                   float constant_value = 0.f);
+// One count per axis, the batch axis' 1.
+SymbolicTensor tile(const SymbolicTensor& x, const std::vector<Index>& repeats);
+SymbolicTensor repeat(const SymbolicTensor& x, Index repeats, int axis);
 SymbolicTensor einsum(const std::string& equation, const SymbolicTensor& a, const SymbolicTensor& b);
 
 }  // namespace tower::ops

@@ -44,6 +44,37 @@ TEST(SymbolicOps, TheRestOfTheOpsComputeWhatTheyComputeEagerly) {
   EXPECT_THROW(ops::cumsum(x, 0), std::invalid_argument);
 }
 
+// The shape ops as nodes: split, slice, take of constant indices, one_hot, pad, tile and repeat, each keeping the
+// batch axis, compute what the eager ops compute; a node that would touch the batch axis is refused.
+TEST(SymbolicOps, TheShapeOpsComputeWhatTheyComputeEagerly) {
+  const Tensor picks = Tensor::from_vector(std::vector<std::int32_t>{3, 0, 3}, {3});
+  const auto f = [&](const auto& x) {
+    const auto parts = ops::split(x, 2, 2);                                            // two [N, 3, 2]
+    const auto a = ops::pad(parts[1], {{0, 0}, {1, 0}, {0, 1}}, 0.5f);                 // [N, 4, 3]
+    const auto b = ops::repeat(ops::slice(parts[0], {0, 1, 0}, {-1, 2, 2}), 2, 1);     // [N, 4, 2]
+    const auto c = ops::pad(ops::tile(ops::take(x, picks, 2), {1, 1, 2}), {{0, 0}, {0, 1}, {0, 0}});  // [N, 4, 6]
+    return ops::concatenate({a, b, c}, 2);                                             // [N, 4, 11]
+  };
+  auto x = Input({3, 4});
+  Model model({x}, {f(x)});
+  EXPECT_EQ(model.outputs()[0].shape(), (Shape{-1, 4, 11}));
+  const Tensor xs = testing::random_tensor({2, 3, 4}, 8);
+  EXPECT_EQ(model.predict(xs).to_vector(), f(xs).to_vector());
+
+  auto ids = Input({2});
+  Model hot({ids}, {ops::one_hot(ids, 5)});
+  const Tensor id_values = Tensor::from_vector(std::vector<float>{4, 0, 2, 7}, {2, 2});
+  EXPECT_EQ(hot.predict(id_values).to_vector(), ops::one_hot(id_values, 5).to_vector());
+
+  EXPECT_THROW(ops::split(x, 3, 2), std::invalid_argument);
+  EXPECT_THROW(ops::split(x, 2, 0), std::invalid_argument);
+  EXPECT_THROW(ops::slice(x, {1, 0, 0}, {-1, 3, 4}), std::invalid_argument);
+  EXPECT_THROW(ops::pad(x, {{1, 0}, {0, 0}, {0, 0}}), std::invalid_argument);
+  EXPECT_THROW(ops::tile(x, {2, 1, 1}), std::invalid_argument);
+  EXPECT_THROW(ops::repeat(x, 2, 0), std::invalid_argument);
+  EXPECT_THROW(ops::take(x, picks, -3), std::invalid_argument);
+}
+
 TEST(SymbolicOps, TrainAsTheSameModelBuiltFromLayers) {
   const Tensor x = testing::random_tensor({16, 6}, 3);
   std::vector<float> labels(16);
