@@ -39,6 +39,13 @@ std::vector<int> without_batch(const char* op, const SymbolicTensor& x, std::vec
   return axes;
 }
 
+// A reduction over non-batch axes as a node.
+SymbolicTensor reduction(const char* type, const SymbolicTensor& x, std::vector<int> axes, bool keepdims,
+                         Tensor (*op)(const Tensor&, std::vector<int>, bool)) {
+  axes = without_batch(type, x, std::move(axes));
+  return node(type, {x}, [op, axes, keepdims](const std::vector<Tensor>& t) { return op(t[0], axes, keepdims); });
+}
+
 // A float as a constant operand of a node: the op against a rank-0 tensor on the step's device.
 SymbolicTensor with_scalar(const char* type, const SymbolicTensor& x, float v, bool scalar_first,
                            Tensor (*op)(const Tensor&, const Tensor&)) {
@@ -109,26 +116,20 @@ SymbolicTensor clip(const SymbolicTensor& x, float lo, float hi) {
   return node("clip", {x}, [lo, hi](const std::vector<Tensor>& t) { return ops::clip(t[0], lo, hi); });
 }
 SymbolicTensor sum(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
-  axes = without_batch("sum", x, std::move(axes));
-  return node("sum", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::sum(t[0], axes, keepdims); });
+  return reduction("sum", x, std::move(axes), keepdims, &ops::sum);
 }
 SymbolicTensor mean(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
-  axes = without_batch("mean", x, std::move(axes));
-  return node("mean", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::mean(t[0], axes, keepdims); });
+  return reduction("mean", x, std::move(axes), keepdims, &ops::mean);
 }
 
 SymbolicTensor max(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
-  axes = without_batch("max", x, std::move(axes));
-  return node("max", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::max(t[0], axes, keepdims); });
+  return reduction("max", x, std::move(axes), keepdims, &ops::max);
 }
 SymbolicTensor min(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
-  axes = without_batch("min", x, std::move(axes));
-  return node("min", {x}, [axes, keepdims](const std::vector<Tensor>& t) { return ops::min(t[0], axes, keepdims); });
+  return reduction("min", x, std::move(axes), keepdims, &ops::min);
 }
 SymbolicTensor logsumexp(const SymbolicTensor& x, std::vector<int> axes, bool keepdims) {
-  axes = without_batch("logsumexp", x, std::move(axes));
-  return node("logsumexp", {x},
-              [axes, keepdims](const std::vector<Tensor>& t) { return ops::logsumexp(t[0], axes, keepdims); });
+  return reduction("logsumexp", x, std::move(axes), keepdims, &ops::logsumexp);
 }
 SymbolicTensor log_softmax(const SymbolicTensor& x, int axis) {
   without_batch("log_softmax", x, {axis});
