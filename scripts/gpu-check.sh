@@ -47,10 +47,11 @@ pack() {
   grep -q "arch=compute_${CUDA_ARCH:-90}," "$build/build.ninja" ||
     { echo "$build does not build CUDA code for architecture ${CUDA_ARCH:-90}" >&2; exit 2; }
   cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 bench_distribute_scaling \
-        fashion_mnist_convnet
+        bench_recurrent fashion_mnist_convnet
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
   cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" \
-     "$build/bin/bench_distribute_scaling" "$build/bin/fashion_mnist_convnet" "$stage/bin/"
+     "$build/bin/bench_distribute_scaling" "$build/bin/bench_recurrent" "$build/bin/fashion_mnist_convnet" \
+     "$stage/bin/"
   cp -P "$build"/lib/libtower_*.so* "$stage/lib/"
   # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc (all of
   # it: libresolv, reached through hdf5 -> curl -> krb5, must match the machine's libc), the compiler's runtime
@@ -64,7 +65,7 @@ pack() {
   for f in /usr/share/datasets/fashion-mnist/*.gz; do gunzip -c "$f" > "$stage/data/$(basename "${f%.gz}")"; done
   git -C "$here" rev-parse HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
   git -C "$here" status --porcelain | grep -q . && echo "(with uncommitted changes)" >> "$stage/COMMIT" || true
-  cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$stage/"
+  cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$here/bench/recurrent_torch.py" "$stage/"
   tar -C "$stage" -cf - . | xz -T0 -6 > "$bundle_dir/bundle.tar.xz"
   ls -la "$bundle_dir/bundle.tar.xz"
   # The bundle travels beside the source tree in the 64 MiB a lent machine takes.
@@ -300,6 +301,11 @@ run() {
   done
   if [ $torch -eq 1 ]; then
     stage "pytorch convnet on cuda" 60 env TOWER_TORCH_DEVICE=cuda python3 train_reference.py torch convnet 2 128 data
+  fi
+  # LSTM and GRU (batch 64, 100 steps, 128 units) forward+backward, beside torch.nn.LSTM / GRU (cuDNN).
+  stage "recurrent tower on cuda0" 60 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_recurrent 10
+  if [ $torch -eq 1 ]; then
+    stage "recurrent pytorch on cuda" 60 env TOWER_TORCH_DEVICE=cuda python3 recurrent_torch.py 10
   fi
   say ""
   say "failures: $failures (run took $SECONDS s)"

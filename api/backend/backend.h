@@ -52,6 +52,68 @@ struct StridedCopy {
   Index y_strides[kMaxStridedRank] = {};
 };
 
+// ---- recurrences -------------------------------------------------------------------------------------------------
+// The operands of one LSTM or GRU step (Backend::lstm_step_forward, ...; math/recurrent.h has the arithmetic). Each
+// is a row-major matrix of `batch` rows read and written with its own row stride, so a step works in place inside
+// [N, T, ...] sequences; a null bias or external gradient is absent.
+struct LstmStepForward {
+  float* gates;  // [4 * units]: x W + h U in Keras' order i, f, c, o; overwritten with the activated i, f, g, o
+  Index gates_stride;
+  const float* bias;  // [4 * units]
+  const float* c_prev;
+  Index c_prev_stride;
+  float* h;
+  Index h_stride;
+  float* c;
+  Index c_stride;
+  Index units;
+};
+struct LstmStepBackward {
+  const float* gates;  // the activated gates forward left
+  Index gates_stride;
+  const float* c_prev;
+  Index c_prev_stride;
+  const float* c;
+  Index c_stride;
+  const float* dh;  // the gradient of this step's h and c from outside the recurrence
+  Index dh_stride;
+  const float* dc;
+  Index dc_stride;
+  const float* dh_next;  // [batch, units]: from the next step (dgates U^T, computed by the caller)
+  float* dc_next;        // [batch, units]: from the next step; overwritten with the previous c's gradient
+  float* dgates;         // [4 * units]: the gradient of the gates' pre-activations
+  Index dgates_stride;
+  Index units;
+};
+struct GruStepForward {
+  float* x;  // [3 * units]: x W in Keras' order z, r, h; overwritten with the activated z, r and the candidate
+  Index x_stride;
+  float* rec;  // [3 * units]: h_prev U; its candidate part overwritten with h_prev U_h + b_h
+  Index rec_stride;
+  const float* bias;  // [2, 3 * units]: the input bias, then the recurrent bias
+  const float* h_prev;
+  Index h_prev_stride;
+  float* h;
+  Index h_stride;
+  Index units;
+};
+struct GruStepBackward {
+  const float* x;    // what forward left in x and rec
+  Index x_stride;
+  const float* rec;
+  Index rec_stride;
+  const float* h_prev;
+  Index h_prev_stride;
+  const float* dh;  // the gradient of this step's h from outside the recurrence
+  Index dh_stride;
+  float* dh_next;  // [batch, units]: from the next step; overwritten with z * dh (the caller adds drec U^T)
+  float* dx;       // [3 * units]: the gradient of x W's pre-activations
+  Index dx_stride;
+  float* drec;  // [3 * units]: the gradient of h_prev U's (its candidate part: after the reset gate's product)
+  Index drec_stride;
+  Index units;
+};
+
 struct Conv2DParams {
   Index batch = 0, in_h = 0, in_w = 0, in_c = 0;
   Index out_h = 0, out_w = 0, out_c = 0;
@@ -490,6 +552,12 @@ class Backend {
   virtual void gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha,
                             const float* a, Index lda, Index stride_a, const float* b, Index ldb, Index stride_b,
                             float beta, float* c, Index ldc, Index stride_c) = 0;
+  // One time step of an LSTM or a GRU between its matrix products, for `batch` examples (math/recurrent.h says what
+  // each reads and writes). The steps of one sequence run in order on the backend's stream.
+  virtual void lstm_step_forward(const LstmStepForward& s, Index batch) = 0;
+  virtual void lstm_step_backward(const LstmStepBackward& s, Index batch) = 0;
+  virtual void gru_step_forward(const GruStepForward& s, Index batch) = 0;
+  virtual void gru_step_backward(const GruStepBackward& s, Index batch) = 0;
 
   // ---- step capture ----
   // begin_capture: the ops this thread queues on this device from now on are recorded, not run, until

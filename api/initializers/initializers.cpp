@@ -20,6 +20,7 @@ constexpr Known kKnown[] = {
     {"he_uniform", "HeUniform"},         {"lecun_normal", "LecunNormal"},     {"lecun_uniform", "LecunUniform"},
     {"zeros", "Zeros"},                  {"ones", "Ones"},                    {"constant", "Constant"},
     {"random_normal", "RandomNormal"},   {"random_uniform", "RandomUniform"}, {"truncated_normal", "TruncatedNormal"},
+    {"orthogonal", "Orthogonal"},
 };
 
 // Keras' compute_fans.
@@ -39,12 +40,44 @@ void fans(const Shape& s, double& fan_in, double& fan_out) {
   }
 }
 
+// Keras' Orthogonal: the [rows, cols] matrix of `shape` (rows: the product of all axes but the last) with orthonormal
+// columns, or rows when there are fewer rows than columns, times `gain`: the Q of a QR decomposition of a standard
+// normal matrix, its columns' signs those of R's diagonal (Gram-Schmidt gives R a positive diagonal, so Q as is).
+void fill_orthogonal(const Shape& shape, double gain, Generator& g, std::vector<float>& v) {
+  if (shape.rank() < 2)
+    throw std::invalid_argument("initializer Orthogonal needs a shape of rank 2 or more, got " + shape.to_string());
+  const Index cols = shape[-1], rows = shape.numel() / std::max<Index>(cols, 1);
+  const Index m = std::max(rows, cols), k = std::min(rows, cols);
+  std::vector<double> a(static_cast<std::size_t>(m * k));  // column j: a[j * m .. j * m + m)
+  for (double& x : a) x = g.normal(0.f, 1.f);
+  for (Index j = 0; j < k; ++j) {
+    double* col = a.data() + j * m;
+    for (Index p = 0; p < j; ++p) {  // modified Gram-Schmidt: remove the earlier columns' components
+      const double* q = a.data() + p * m;
+      double dot = 0;
+      for (Index i = 0; i < m; ++i) dot += q[i] * col[i];
+      for (Index i = 0; i < m; ++i) col[i] -= dot * q[i];
+    }
+    double norm = 0;
+    for (Index i = 0; i < m; ++i) norm += col[i] * col[i];
+    norm = std::sqrt(norm);
+    for (Index i = 0; i < m; ++i) col[i] = norm > 0 ? col[i] / norm : 0.0;
+  }
+  // Q is [m, k]; the result is Q when rows >= cols, else Q^T.
+  for (Index r = 0; r < rows; ++r)
+    for (Index c = 0; c < cols; ++c) {
+      const double q = rows >= cols ? a[static_cast<std::size_t>(c * m + r)] : a[static_cast<std::size_t>(r * m + c)];
+      v[static_cast<std::size_t>(r * cols + c)] = static_cast<float>(gain * q);
+    }
+}
+
 // The Keras arguments of an initializer class.
 std::vector<std::string> arguments_of(const std::string& snake) {
   if (snake == "zeros" || snake == "ones") return {};
   if (snake == "constant") return {"value"};
   if (snake == "random_normal" || snake == "truncated_normal") return {"mean", "stddev", "seed"};
   if (snake == "random_uniform") return {"minval", "maxval", "seed"};
+  if (snake == "orthogonal") return {"gain", "seed"};
   return {"seed"};
 }
 
@@ -58,6 +91,7 @@ Initializer read_arguments(const Known& k, const Config& args) {
     else if (key == "minval") init.minval = v.as_double();
     else if (key == "maxval") init.maxval = v.as_double();
     else if (key == "value") init.value = v.as_double();
+    else if (key == "gain") init.gain = v.as_double();
     else if (key == "seed") init.seed = v.is_null() ? std::nullopt : std::optional<std::uint64_t>(v.as_int());
   }
   return init;
@@ -111,6 +145,8 @@ void Initializer::operator()(Tensor& t) const {
     for (float& x : v) x = g.truncated_normal(static_cast<float>(mean), static_cast<float>(stddev));
   } else if (name == "random_uniform") {
     for (float& x : v) x = g.uniform(static_cast<float>(minval), static_cast<float>(maxval));
+  } else if (name == "orthogonal") {
+    fill_orthogonal(t.shape(), gain, g, v);
   } else if (name == "glorot_uniform") {
     variance_scaling(1.0, (fan_in + fan_out) / 2, true);
   } else if (name == "glorot_normal") {
@@ -145,6 +181,7 @@ Config Initializer::to_config() const {
     cfg.set("minval", minval);
     cfg.set("maxval", maxval);
   }
+  if (name == "orthogonal") cfg.set("gain", gain);
   if (name != "zeros" && name != "ones" && name != "constant")
     cfg.set("seed", seed ? Config(static_cast<std::int64_t>(*seed)) : Config());
   c.set("config", cfg);
@@ -190,5 +227,10 @@ Initializer HeNormal(std::optional<std::uint64_t> seed) { return seeded("he_norm
 Initializer HeUniform(std::optional<std::uint64_t> seed) { return seeded("he_uniform", seed); }
 Initializer LecunNormal(std::optional<std::uint64_t> seed) { return seeded("lecun_normal", seed); }
 Initializer LecunUniform(std::optional<std::uint64_t> seed) { return seeded("lecun_uniform", seed); }
+Initializer Orthogonal(double gain, std::optional<std::uint64_t> seed) {
+  Initializer i = seeded("orthogonal", seed);
+  i.gain = gain;
+  return i;
+}
 
 }  // namespace tower::initializers

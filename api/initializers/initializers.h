@@ -13,11 +13,12 @@ namespace tower::initializers {
 
 struct Initializer {
   // Keras' snake_case name: glorot_uniform, glorot_normal, he_normal, he_uniform, lecun_normal,
-  // lecun_uniform, zeros, ones, constant, random_normal, random_uniform, truncated_normal.
+  // lecun_uniform, zeros, ones, constant, random_normal, random_uniform, truncated_normal, orthogonal.
   std::string name = "glorot_uniform";
   double mean = 0.0, stddev = 0.05;     // random_normal, truncated_normal
   double minval = -0.05, maxval = 0.05;  // random_uniform
   double value = 0.0;                    // constant
+  double gain = 1.0;                     // orthogonal
   std::optional<std::uint64_t> seed;     // none: drawn from the global generator (set_random_seed)
 
   Initializer() = default;
@@ -55,5 +56,8 @@ Initializer HeNormal(std::optional<std::uint64_t> seed = {});
 Initializer HeUniform(std::optional<std::uint64_t> seed = {});
 Initializer LecunNormal(std::optional<std::uint64_t> seed = {});
 Initializer LecunUniform(std::optional<std::uint64_t> seed = {});
+// Keras' Orthogonal (the default recurrent_initializer): a weight of rank 2 or more seen as [rows, cols] (cols its last
+// axis) gets orthonormal columns (rows, when rows < cols), times gain. A weight of rank below 2 throws.
+Initializer Orthogonal(double gain = 1.0, std::optional<std::uint64_t> seed = {});
 
 }  // namespace tower::initializers

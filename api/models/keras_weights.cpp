@@ -86,8 +86,11 @@ void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
       write_keras3(*nested, group.create_group(child));
       continue;
     }
-    Hdf5WriteGroup vars = group.create_group(child + "/vars");
-    vars.set_string_attribute("name", layer->name());
+    const std::string sub = layer->keras_variables_group();
+    if (!sub.empty()) group.create_group(child + "/vars").set_string_attribute("name", layer->name());
+    Hdf5WriteGroup vars = group.create_group(child + (sub.empty() ? "" : "/" + sub) + "/vars");
+    // Keras names a recurrent layer's cell "<layer class>_cell" ("lstm_cell").
+    vars.set_string_attribute("name", sub.empty() ? layer->name() : to_snake_case(layer->type()) + "_" + sub);
     const std::vector<VariablePtr> ws = keras3_order(*layer);
     for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
   }
@@ -116,7 +119,13 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
       continue;
     }
     // A layer group without vars holds no weights; stage() reports the count mismatch.
-    const Hdf5Group g = layers.has_group(child + "/vars") ? layers.group(child + "/vars") : layers.group(child);
+    const std::string sub = layer->keras_variables_group();
+    const std::string own = sub.empty() ? child : child + "/" + sub;
+    if (!layers.has_group(own))
+      throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                  ") keeps its weights in '" + layers.path() + "/" + own +
+                                  "', which the file does not have");
+    const Hdf5Group g = layers.has_group(own + "/vars") ? layers.group(own + "/vars") : layers.group(own);
     std::vector<std::string> datasets;
     for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
     std::size_t all = 0;

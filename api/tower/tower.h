@@ -24,6 +24,7 @@
 #include "api/engine/layer_options.h"
 #include "api/models/model.h"
 #include "api/ops/einsum.h"
+#include "api/ops/recurrent.h"
 #include "api/ops/ops.h"
 #include "api/engine/layer_registry.h"
 #include "api/training/gradient_tape.h"

@@ -914,6 +914,112 @@ void gemm_batched_cases(std::vector<OpCase>& t) {
   }
 }
 
+// ---- recurrences ---------------------------------------------------------------------------------------------------
+
+double sigmoid_d(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// One LSTM and one GRU step over 5 examples of 7 units, every operand a row with a stride wider than it, so a
+// kernel that indexes a row as contiguous fails. The in-place operands are copied to an output first (scale_shift by
+// 1) and stepped there.
+void recurrent_cases(std::vector<OpCase>& t) {
+  const Index b = 5, u = 7;
+  const Index gs = 4 * u + 3, cps = u + 1, hs = u + 2, cs = u + 3;  // LSTM row strides
+  t.push_back({"lstm_step_forward", "lstm_step_forward(batch=5, units=7, strided rows, bias)",
+               {b * gs, 4 * u, b * cps}, {b * gs, b * hs, b * cs}, -2, 2, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.scale_shift(i[0], 1.f, 0.f, o[0], b * gs);
+                 be.lstm_step_forward({o[0], gs, i[1], i[2], cps, o[1], hs, o[2], cs, u}, b);
+               },
+               [=](OpBuffers& x) {
+                 x.out[0] = x.in[0];
+                 for (Index n = 0; n < b; ++n)
+                   for (Index j = 0; j < u; ++j) {
+                     double z[4];
+                     for (int k = 0; k < 4; ++k) z[k] = double(x.in[0][n * gs + k * u + j]) + x.in[1][k * u + j];
+                     const double ig = sigmoid_d(z[0]), fg = sigmoid_d(z[1]), gg = std::tanh(z[2]),
+                                  og = sigmoid_d(z[3]);
+                     const double c = fg * x.in[2][n * cps + j] + ig * gg;
+                     const double act[4] = {ig, fg, gg, og};
+                     for (int k = 0; k < 4; ++k) x.out[0][n * gs + k * u + j] = float(act[k]);
+                     x.out[2][n * cs + j] = float(c);
+                     x.out[1][n * hs + j] = float(og * std::tanh(c));
+                   }
+               }});
+  // Inputs: activated gates (in (0, 1) as sigmoid and tanh leave them), c_prev, c, dh, dc, dh_next, dc_next.
+  const Index ds = u + 4, dgs = 4 * u + 1;
+  t.push_back({"lstm_step_backward", "lstm_step_backward(batch=5, units=7, strided rows)",
+               {b * gs, b * cps, b * cs, b * hs, b * ds, b * u, b * u}, {b * u, b * dgs}, 0.05f, 0.95f, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.scale_shift(i[6], 1.f, 0.f, o[0], b * u);
+                 be.lstm_step_backward({i[0], gs, i[1], cps, i[2], cs, i[3], hs, i[4], ds, i[5], o[0], o[1], dgs, u},
+                                       b);
+               },
+               [=](OpBuffers& x) {
+                 for (Index n = 0; n < b; ++n)
+                   for (Index j = 0; j < u; ++j) {
+                     const auto gate = [&](int k) { return double(x.in[0][n * gs + k * u + j]); };
+                     const double ig = gate(0), fg = gate(1), gg = gate(2), og = gate(3);
+                     const double gh = double(x.in[5][n * u + j]) + x.in[3][n * hs + j];
+                     double gc = double(x.in[6][n * u + j]) + x.in[4][n * ds + j];
+                     const double tc = std::tanh(double(x.in[2][n * cs + j]));
+                     gc += gh * og * (1 - tc * tc);
+                     x.out[0][n * u + j] = float(gc * fg);
+                     const double d[4] = {gc * gg * ig * (1 - ig), gc * x.in[1][n * cps + j] * fg * (1 - fg),
+                                          gc * ig * (1 - gg * gg), gh * tc * og * (1 - og)};
+                     for (int k = 0; k < 4; ++k) x.out[1][n * dgs + k * u + j] = float(d[k]);
+                   }
+               }});
+  const Index xs = 3 * u + 2, rs = 3 * u + 5, hps = u + 1;  // GRU row strides
+  t.push_back({"gru_step_forward", "gru_step_forward(batch=5, units=7, strided rows, both biases)",
+               {b * xs, b * rs, 6 * u, b * hps}, {b * xs, b * rs, b * hs}, -2, 2, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.scale_shift(i[0], 1.f, 0.f, o[0], b * xs);
+                 be.scale_shift(i[1], 1.f, 0.f, o[1], b * rs);
+                 be.gru_step_forward({o[0], xs, o[1], rs, i[2], i[3], hps, o[2], hs, u}, b);
+               },
+               [=](OpBuffers& x) {
+                 x.out[0] = x.in[0];
+                 x.out[1] = x.in[1];
+                 for (Index n = 0; n < b; ++n)
+                   for (Index j = 0; j < u; ++j) {
+                     const auto in_part = [&](int k) { return double(x.in[0][n * xs + k * u + j]) + x.in[2][k * u + j]; };
+                     const auto rec_part = [&](int k) {
+                       return double(x.in[1][n * rs + k * u + j]) + x.in[2][3 * u + k * u + j];
+                     };
+                     const double z = sigmoid_d(in_part(0) + rec_part(0)), r = sigmoid_d(in_part(1) + rec_part(1));
+                     const double hh = std::tanh(in_part(2) + r * rec_part(2));
+                     x.out[0][n * xs + j] = float(z);
+                     x.out[0][n * xs + u + j] = float(r);
+                     x.out[0][n * xs + 2 * u + j] = float(hh);
+                     x.out[1][n * rs + 2 * u + j] = float(rec_part(2));
+                     x.out[2][n * hs + j] = float(z * x.in[3][n * hps + j] + (1 - z) * hh);
+                   }
+               }});
+  // Inputs: what forward left in x (z, r, hh) and rec, h_prev, dh, dh_next.
+  t.push_back({"gru_step_backward", "gru_step_backward(batch=5, units=7, strided rows)",
+               {b * xs, b * rs, b * hps, b * hs, b * u}, {b * u, b * xs, b * rs}, 0.05f, 0.95f, false, 1e-5,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.scale_shift(i[4], 1.f, 0.f, o[0], b * u);
+                 be.gru_step_backward({i[0], xs, i[1], rs, i[2], hps, i[3], hs, o[0], o[1], xs, o[2], rs, u}, b);
+               },
+               [=](OpBuffers& x) {
+                 for (Index n = 0; n < b; ++n)
+                   for (Index j = 0; j < u; ++j) {
+                     const double z = x.in[0][n * xs + j], r = x.in[0][n * xs + u + j], hh = x.in[0][n * xs + 2 * u + j];
+                     const double rh = x.in[1][n * rs + 2 * u + j], hp = x.in[2][n * hps + j];
+                     const double g = double(x.in[4][n * u + j]) + x.in[3][n * hs + j];
+                     const double gz = g * (hp - hh) * z * (1 - z), ghh = g * (1 - z) * (1 - hh * hh);
+                     const double gr = ghh * rh * r * (1 - r);
+                     x.out[0][n * u + j] = float(g * z);
+                     const double dx[3] = {gz, gr, ghh}, dr[3] = {gz, gr, ghh * r};
+                     for (int k = 0; k < 3; ++k) {
+                       x.out[1][n * xs + k * u + j] = float(dx[k]);
+                       x.out[2][n * rs + k * u + j] = float(dr[k]);
+                     }
+                   }
+               }});
+}
+
 // ---- selection, strided copies, gathers, scans, extremes, casts ----------------------------------------------------
 
 // `values` as a tensor of `dtype` (float32, int32 or int64) on `device`.
@@ -1342,6 +1448,7 @@ std::vector<OpCase> op_table() {
   global_pool_cases(t);
   gemm_cases(t);
   gemm_batched_cases(t);
+  recurrent_cases(t);
   dense_product_cases(t);
   conv_cases(t);
   pool_cases(t);

@@ -101,7 +101,17 @@ Model branched() {
   return Model(z_in, z, "branched");
 }
 
+// The fixture script's recurrent(): SimpleRNN, LSTM and GRU, whose weights Keras files keep in their cells' groups.
+Model recurrent() {
+  SymbolicTensor x = Input({6, 4}, "sequence");
+  SymbolicTensor y = layers::SimpleRNN({.units = 4, .return_sequences = true, .name = "rnn"})(x);
+  y = layers::LSTM({.units = 5, .return_sequences = true, .name = "lstm"})(y);
+  y = layers::GRU({.units = 3, .name = "gru"})(y);
+  return Model(x, layers::Dense({.units = 2, .name = "head"})(y), "recurrent");
+}
+
 Model fixture_model(const std::string& name) {
+  if (name == "recurrent") return recurrent();
   if (name == "nested") return nested();
   if (name == "resnet") return resnet();
   if (name == "branched") return branched();
@@ -144,7 +154,7 @@ TEST(KerasWeights, FormatIsChosenByTheFileName) {
 
 TEST(KerasWeights, KerasLayerOrderIsTowers) {
   // Keras 3 files address layers by class and position in model.layers; Tower writes them the same way.
-  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
     SCOPED_TRACE(name);
     const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
     const Model m = fixture_model(name);
@@ -204,6 +214,16 @@ TEST(KerasWeights, LoadsBranchedModelsLikeKeras) {
   for (const char* file : {"branched.weights.h5", "branched.h5"}) expect_outputs_like_keras(branched(), "branched", file);
 }
 
+TEST(KerasWeights, LoadsRecurrentLayersFromTheirCellsGroups) {
+  const testing::KerasOutputsFixture f = testing::read_keras_outputs("recurrent");
+  for (const char* file : {"recurrent.weights.h5", "recurrent.h5"}) {
+    SCOPED_TRACE(file);
+    Model m = recurrent();
+    m.load_weights(keras_weights_fixture(file));
+    testing::expect_near(m.predict(f.inputs), f.outputs, testing::kKerasAtol, testing::kKerasRtol, "recurrent outputs");
+  }
+}
+
 TEST(KerasWeights, LoadsByStructureWhateverTheLayersAreNamed) {
   // Keras 3 reads a .weights.h5 by its group names (class and position in model.layers) and a legacy .h5 by
   // position, so a file loads into any model of that structure: here every layer has an automatic name, and
@@ -243,7 +263,7 @@ void list_tree(const io::Hdf5Group& g, std::map<std::string, std::string>& out) 
 
 TEST(KerasWeights, WritesKerasOwnGroupLayout) {
   // Every group, dataset shape and name attribute, as Keras writes them for the same model.
-  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
     SCOPED_TRACE(name);
     const fs::path p = temp_dir() / (name + "_layout.weights.h5");
     fixture_model(name).save_weights(p.string());
@@ -258,6 +278,9 @@ TEST(KerasWeights, WritesKerasOwnGroupLayout) {
       EXPECT_EQ(tower["/layers/conv2d_2/vars"], "name=shortcut");
     } else if (name == "branched") {
       EXPECT_EQ(tower["/layers/functional/layers/dense_1/vars"], "name=b1");
+    } else if (name == "recurrent") {
+      EXPECT_EQ(tower["/layers/lstm/cell/vars/1"], "(5, 20)");
+      EXPECT_EQ(tower["/layers/gru/cell/vars/2"], "(2, 9)");
     } else {
       EXPECT_EQ(tower["/layers/functional/vars"], "name=inner");
       EXPECT_EQ(tower["/layers/functional/layers/conv2d/vars/0"], "(3, 3, 2, 4)");
@@ -269,7 +292,7 @@ TEST(KerasWeights, WritesFilesForKeras) {
   // With TOWER_KERAS_CHECK_DIR set, make_keras_weights_fixtures.py --check-tower then loads these files into
   // Keras and compares Keras' outputs with Tower's (see the script).
   const std::string dir = testing::keras_check_dir();
-  for (const std::string name : {"convnet", "nested", "resnet", "branched"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
     SCOPED_TRACE(name);
     const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
     Model m = fixture_model(name);

@@ -30,6 +30,9 @@ Five models, each built in Keras here and in Tower by the C++ tests with the sam
                  model, whose layers Keras orders block_in, a1, b1, a2, block_add (not in creation order); the
                  legacy layout keeps the nested model's weights in one group in that order. Weights as
                  convnet's.
+  recurrent      Input (6, 4) "sequence" -> SimpleRNN "rnn" (4, return_sequences) -> LSTM "lstm" (5,
+                 return_sequences) -> GRU "gru" (3) -> Dense "head" (2): the recurrent layers, whose weights Keras 3
+                 files keep in their cell's group (layers/lstm/cell/vars/<i>). Weights as convnet's.
   mobilenet_v2   keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False,
                  pooling="avg", weights=None): Keras' own initialisers under keras.utils.set_random_seed, then
                  every BatchNormalization's statistics and affine parameters randomised as above, so the
@@ -56,6 +59,7 @@ Files in tests/reference/keras_weights/:
                             wrote none; Keras loads either by its group names alone)
   branched.weights.h5, branched.h5, branched.json as convnet's ("inputs" and "outputs" are [batch, features]),
                             with "nested_layers": {"block": Keras' block.layers names, in order}
+  recurrent.weights.h5, recurrent.h5, recurrent.json   as convnet's ("inputs" are [batch, steps, features])
   mobilenet_v2.weights.h5   model.save_weights
   mobilenet_v2.h5           Keras' legacy writer at the root
   mobilenet_v2.json         as convnet.json (two 96x96x3 images in [-1, 1] on a 1/128 grid; outputs are the
@@ -169,6 +173,15 @@ def branched():
     return keras.Model(z_in, z, name="branched")
 
 
+def recurrent():
+    x = keras.Input((6, 4), name="sequence")
+    y = keras.layers.SimpleRNN(4, return_sequences=True, name="rnn")(x)
+    y = keras.layers.LSTM(5, return_sequences=True, name="lstm")(y)
+    y = keras.layers.GRU(3, name="gru")(y)
+    y = keras.layers.Dense(2, name="head")(y)
+    return keras.Model(x, y, name="recurrent")
+
+
 def mobilenet_v2():
     return keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False, pooling="avg",
                                           weights=None)
@@ -280,7 +293,8 @@ def strip_name_attributes(source, path):
 
 
 def make_branched_models():
-    for name, build, shape in (("resnet", resnet, (2, 6, 6, 3)), ("branched", branched, (3, 5))):
+    for name, build, shape in (("resnet", resnet, (2, 6, 6, 3)), ("branched", branched, (3, 5)),
+                               ("recurrent", recurrent, (3, 6, 4))):
         keras.utils.clear_session()
         keras.utils.set_random_seed(seed_of(name, "init"))
         model = build()
@@ -312,7 +326,7 @@ def check_tower(directory):
     ok = True
     checked = 0
     for name, build in (("convnet", convnet), ("nested", nested), ("resnet", resnet), ("branched", branched),
-                        ("mobilenet_v2", mobilenet_v2)):
+                        ("recurrent", recurrent), ("mobilenet_v2", mobilenet_v2)):
         weights = os.path.join(directory, f"tower_{name}.weights.h5")
         outputs = os.path.join(directory, f"tower_{name}.json")
         if not (os.path.exists(weights) and os.path.exists(outputs)):

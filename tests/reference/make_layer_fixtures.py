@@ -51,17 +51,48 @@ OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers")
 KINKS = (0.0, 0.5, 6.0, -3.0, 3.0)
 
 
-def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0):
+def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0,
+         initial_state=False):
     """inputs: "uniform" (seeded uniform in [low, high)), "grid" (a permutation of a spaced grid in [low, high]) or
-    "ids" (seeded integers in [low, high), fed to Keras as int32 and written as floats; their gradient is zero)."""
+    "ids" (seeded integers in [low, high), fed to Keras as int32 and written as floats; their gradient is zero).
+    initial_state: the inputs after the first are a recurrent layer's initial_state (Tower takes them as inputs)."""
     return dict(name=name, class_name=class_name, config=config, input_shapes=input_shapes, training=training,
-                inputs=inputs, low=low, high=high)
+                inputs=inputs, low=low, high=high, initial_state=initial_state)
 
 
 ACTIVATIONS = ["relu", "relu6", "sigmoid", "tanh", "softmax", "gelu", "swish", "elu", "leaky_relu", "selu",
                "softplus", "softsign", "hard_sigmoid", "linear"]
 
 CASES = [
+    # Recurrent layers: [batch, timesteps, features]; initial states as further inputs.
+    case("LSTM_last", "LSTM", {"units": 3}, [(2, 4, 5)]),
+    case("LSTM_sequences", "LSTM", {"units": 4, "return_sequences": True}, [(3, 5, 2)]),
+    case("LSTM_sequences_state", "LSTM", {"units": 3, "return_sequences": True, "return_state": True},
+         [(2, 3, 4)]),
+    case("LSTM_backwards", "LSTM", {"units": 3, "return_sequences": True, "go_backwards": True}, [(2, 4, 3)]),
+    case("LSTM_initial_state", "LSTM", {"units": 3, "return_state": True}, [(2, 4, 3), (2, 3), (2, 3)],
+         initial_state=True),
+    case("LSTM_no_bias", "LSTM", {"units": 2, "use_bias": False, "return_sequences": True}, [(2, 3, 3)]),
+    case("LSTM_other_activations", "LSTM",
+         {"units": 3, "activation": "softsign", "recurrent_activation": "tanh", "return_sequences": True},
+         [(2, 4, 3)]),
+    case("GRU_last", "GRU", {"units": 3}, [(2, 4, 5)]),
+    case("GRU_sequences_state", "GRU", {"units": 4, "return_sequences": True, "return_state": True}, [(3, 5, 2)]),
+    case("GRU_backwards", "GRU", {"units": 3, "return_sequences": True, "go_backwards": True}, [(2, 4, 3)]),
+    case("GRU_initial_state", "GRU", {"units": 3, "return_state": True}, [(2, 4, 3), (2, 3)], initial_state=True),
+    case("GRU_no_bias", "GRU", {"units": 2, "use_bias": False, "return_sequences": True}, [(2, 3, 3)]),
+    case("GRU_reset_before", "GRU", {"units": 3, "reset_after": False, "return_sequences": True}, [(2, 4, 3)]),
+    case("GRU_reset_before_state", "GRU", {"units": 2, "reset_after": False, "return_state": True,
+                                           "go_backwards": True}, [(2, 3, 4), (2, 2)], initial_state=True),
+    case("GRU_other_activations", "GRU", {"units": 3, "activation": "softsign", "return_sequences": True},
+         [(2, 4, 3)]),
+    case("SimpleRNN_last", "SimpleRNN", {"units": 3}, [(2, 4, 5)]),
+    case("SimpleRNN_sequences_softsign", "SimpleRNN", {"units": 4, "activation": "softsign",
+                                                       "return_sequences": True}, [(3, 5, 2)]),
+    case("SimpleRNN_state_backwards", "SimpleRNN", {"units": 3, "return_state": True, "go_backwards": True},
+         [(2, 4, 3)]),
+    case("SimpleRNN_initial_state", "SimpleRNN", {"units": 3, "return_sequences": True, "return_state": True},
+         [(2, 4, 3), (2, 3)], initial_state=True),
     # Dense
     case("Dense_linear", "Dense", {"units": 3}, [(2, 4)]),
     case("Dense_no_bias", "Dense", {"units": 3, "use_bias": False}, [(2, 4)]),
@@ -266,7 +297,12 @@ def make_case(c):
     shapes = c["input_shapes"]
     dtype = "int32" if c["inputs"] == "ids" else "float32"
     sym = [keras.Input(shape=s[1:], batch_size=None, dtype=dtype) for s in shapes]
-    layer(sym if len(sym) > 1 else sym[0])
+    def call(args, **kwargs):
+        if c["initial_state"]:
+            return layer(args[0], initial_state=list(args[1:]), **kwargs)
+        return layer(args if len(args) > 1 else args[0], **kwargs)
+
+    call(sym)
 
     # Deterministic weights.
     wrng = np.random.default_rng(seed_of(c["name"], "weights"))
@@ -284,7 +320,7 @@ def make_case(c):
         for x in xs:
             if x.dtype.is_floating:
                 tape.watch(x)
-        out = layer(xs if len(xs) > 1 else xs[0], training=c["training"])
+        out = call(xs, training=c["training"])
         outs = out if isinstance(out, (list, tuple)) else [out]
         rrng = np.random.default_rng(seed_of(c["name"], "upstream"))
         rs = [rrng.uniform(-1.0, 1.0, size=tuple(o.shape)).astype(np.float32) for o in outs]

@@ -60,6 +60,10 @@ class CpuBackend final : public Backend {
   void gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, Index n, Index k, float alpha, const float* a,
                     Index lda, Index stride_a, const float* b, Index ldb, Index stride_b, float beta, float* c,
                     Index ldc, Index stride_c) override;
+  void lstm_step_forward(const LstmStepForward& s, Index batch) override;
+  void lstm_step_backward(const LstmStepBackward& s, Index batch) override;
+  void gru_step_forward(const GruStepForward& s, Index batch) override;
+  void gru_step_backward(const GruStepBackward& s, Index batch) override;
   // cpu_indexing.cpp
   void strided_copy(const float* x, float* y, const StridedCopy& s) override;
   void take(AnyValues indices, Index count, const float* x, float* y, Index outer, Index n, Index inner) override;

@@ -37,6 +37,10 @@ class CudaBackend final : public Backend {
 
   // cuda_elementwise.cu, except bias_grad and sum (cuda_reduce.cu)
   void fill(float* y, Index n, float value) override;
+  void lstm_step_forward(const LstmStepForward& s, Index batch) override;
+  void lstm_step_backward(const LstmStepBackward& s, Index batch) override;
+  void gru_step_forward(const GruStepForward& s, Index batch) override;
+  void gru_step_backward(const GruStepBackward& s, Index batch) override;
   void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
   void add(const float* a, const float* b, float* y, Index n) override;
   void sub(const float* a, const float* b, float* y, Index n) override;

@@ -1,0 +1,89 @@
+#pragma once
+// GRU (keras.layers.GRU): the gated recurrent unit over a sequence [N, T, F], with Keras' options, defaults and
+// weights: kernel [F, 3 * units] and recurrent_kernel [units, 3 * units], the gates in Keras' order z, r, h; bias
+// [2, 3 * units] (input bias, recurrent bias) with reset_after = true (Keras' default: the reset gate multiplies
+// h U_h + b_h), [3 * units] with reset_after = false (it multiplies h before U_h). One state, h (the initial state,
+// when given, is the second input). What the sequence options do: layers/recurrent.h.
+//
+// With reset_after and Keras' default activations (tanh, sigmoid) the whole sequence is one fused op (ops::gru), as
+// Keras uses cuDNN for them; otherwise, or with `fused = false`, the steps are composed of tower::ops.
+#include "api/engine/layer_options.h"
+#include "layers/recurrent.h"
+
+namespace tower::layers {
+
+struct GRUOptions {
+  int units = 0;
+  activations::Activation activation = "tanh";
+  activations::Activation recurrent_activation = "sigmoid";
+  bool use_bias = true;
+  initializers::Initializer kernel_initializer = "glorot_uniform";
+  initializers::Initializer recurrent_initializer = "orthogonal";
+  initializers::Initializer bias_initializer = "zeros";
+  regularizers::Regularizer kernel_regularizer;
+  regularizers::Regularizer recurrent_regularizer;
+  regularizers::Regularizer bias_regularizer;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  bool return_sequences = false;
+  bool return_state = false;
+  bool go_backwards = false;
+  bool stateful = false;
+  bool unroll = false;
+  bool reset_after = true;
+  std::string name;
+  // C++ only, like Keras' use_cudnn (not in the config): false composes the steps of ops even where the fused op
+  // applies.
+  bool fused = true;
+  template <class V> void visit(V&& v) {
+    v("units", units);
+    v("activation", activation);
+    v("recurrent_activation", recurrent_activation);
+    v("use_bias", use_bias);
+    v("kernel_initializer", kernel_initializer);
+    v("recurrent_initializer", recurrent_initializer);
+    v("bias_initializer", bias_initializer);
+    v("kernel_regularizer", kernel_regularizer);
+    v("recurrent_regularizer", recurrent_regularizer);
+    v("bias_regularizer", bias_regularizer);
+    v("dropout", dropout);
+    v("recurrent_dropout", recurrent_dropout);
+    v("return_sequences", return_sequences);
+    v("return_state", return_state);
+    v("go_backwards", go_backwards);
+    v("stateful", stateful);
+    v("unroll", unroll);
+    v("reset_after", reset_after);
+    v("name", name);
+  }
+};
+
+class GRUImpl final : public RecurrentLayer {
+ public:
+  using Options = GRUOptions;
+  // Throws std::invalid_argument for units <= 0 and what layers/recurrent.h refuses.
+  explicit GRUImpl(Options options);
+  const Options& options() const { return options_; }
+  const VariablePtr& kernel() const { return kernel_; }
+  const VariablePtr& recurrent_kernel() const { return recurrent_kernel_; }
+  const VariablePtr& bias() const { return bias_; }
+  // Whether the fused op runs the recurrence (reset_after, Keras' default activations and `fused`).
+  bool uses_fused_op() const;
+
+  void build(const std::vector<Shape>& input_shapes) override;
+  Config get_config() const override { return options_to_config(options_); }
+
+ private:
+  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training) override;
+  Result run_composed(const Tensor& x, const std::vector<Tensor>& states) const;
+
+  Options options_;
+  VariablePtr kernel_, recurrent_kernel_, bias_;
+};
+
+class GRU : public LayerHolder<GRUImpl> {
+ public:
+  using LayerHolder::LayerHolder;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,69 @@
+#pragma once
+// What Keras' recurrent layers (SimpleRNN, LSTM, GRU) share: Keras' RNN layer around a cell. Input [N, T, F], then
+// optionally the initial states ([N, units] each: h, and c for an LSTM) as further inputs, as Keras'
+// `initial_state`. Outputs: [N, T, units] with return_sequences, else [N, units] (the last step's); with
+// return_state, each final state after it. go_backwards runs the steps from the last to the first, and the returned
+// sequence is in that order (as Keras returns it). A subclass gives the recurrence itself (run()).
+//
+// Not supported, each refused at construction with std::invalid_argument naming the layer: stateful = true, dropout
+// and recurrent_dropout above 0. Keras' masks are not propagated to these layers. unroll is accepted and changes
+// nothing (the steps are computed the same way either way).
+#include <string>
+#include <vector>
+
+#include "api/engine/custom_layer.h"
+
+namespace tower::layers {
+
+// The options every recurrent layer reads the same way (the fields of each layer's options struct of these names).
+struct RecurrentSettings {
+  int units = 0;
+  bool return_sequences = false;
+  bool return_state = false;
+  bool go_backwards = false;
+  bool stateful = false;
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+};
+
+class RecurrentLayer : public CustomLayer {
+ public:
+  // Output shapes without running the recurrence. Throws ShapeError for an input that is not [N, T, F] with F
+  // known, initial states that are not [N, units], or a feature size other than the one the layer was built for.
+  std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) final;
+  int num_inputs() const override { return -1; }
+  // The number of states: 1 (h), 2 for an LSTM (h, c).
+  int num_states() const { return states_; }
+  // Keras' recurrent layers keep their weights in their cell's group of a .weights.h5 file.
+  std::string keras_variables_group() const override { return "cell"; }
+
+ protected:
+  // Checks the settings (throws std::invalid_argument naming the layer).
+  RecurrentLayer(std::string type, std::string name, int states, RecurrentSettings settings);
+
+  // Every step's output [N, T, units] (in the order the steps ran) and the final states.
+  struct Result {
+    Tensor sequence;  // may be left undefined when !return_sequences
+    std::vector<Tensor> states;
+  };
+  // The recurrence over x [N, T, F] (already reversed for go_backwards) from `states`. `need_sequence`: whether
+  // the caller uses Result::sequence.
+  virtual Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training) = 0;
+
+  // The feature size the layer was built for (after build), for shape checks.
+  Index built_features() const { return features_; }
+  void set_built_features(Index f) { features_ = f; }
+  const RecurrentSettings& settings() const { return settings_; }
+
+ private:
+  int states_;
+  RecurrentSettings settings_;
+  Index features_ = -1;
+};
+
+// The steps of x [N, T, ...] along axis 1, each [N, ...]; and their inverse, [N, T, ...] from T tensors [N, ...].
+std::vector<Tensor> unstack_steps(const Tensor& x);
+Tensor stack_steps(const std::vector<Tensor>& steps);
+
+}  // namespace tower::layers
