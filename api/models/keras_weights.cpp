@@ -1,5 +1,6 @@
 #include "api/models/keras_weights.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -52,6 +53,32 @@ std::string layer_list(const std::vector<std::string>& names) {
   return s.empty() ? "none" : s;
 }
 
+// A layer made of Keras sublayers names its weights "<sublayer>/<weight>" (MultiHeadAttention's "query/kernel"),
+// as Keras' variable paths do; the layer's own weights have no "/". Keras saves each sublayer in a group of the
+// layer's group named after the attribute that holds it: MultiHeadAttention's EinsumDense "query" in query_dense,
+// "key", "value" likewise, "attention_output" in output_dense.
+std::string sublayer_of(const VariablePtr& v) {
+  const auto slash = v->name.rfind('/');
+  return slash == std::string::npos ? std::string() : v->name.substr(0, slash);
+}
+
+std::string sublayer_group(const Layer& layer, const std::string& sublayer) {
+  if (layer.type() == "MultiHeadAttention") return sublayer == "attention_output" ? "output_dense" : sublayer + "_dense";
+  return sublayer;
+}
+
+// The layer's weights by sublayer ("" first: its own), each in Keras' save order, sublayers in creation order.
+std::vector<std::pair<std::string, std::vector<VariablePtr>>> by_sublayer(const Layer& layer) {
+  std::vector<std::pair<std::string, std::vector<VariablePtr>>> out{{"", {}}};
+  for (const VariablePtr& v : keras3_order(layer)) {
+    const std::string sub = sublayer_of(v);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == sub; });
+    if (it == out.end()) it = out.insert(out.end(), {sub, {}});
+    it->second.push_back(v);
+  }
+  return out;
+}
+
 // Weights read and checked, assigned only once the whole file has been checked.
 using Staged = std::vector<std::pair<VariablePtr, Tensor>>;
 
@@ -86,10 +113,12 @@ void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
       write_keras3(*nested, group.create_group(child));
       continue;
     }
-    Hdf5WriteGroup vars = group.create_group(child + "/vars");
-    vars.set_string_attribute("name", layer->name());
-    const std::vector<VariablePtr> ws = keras3_order(*layer);
-    for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+    for (const auto& [sub, ws] : by_sublayer(*layer)) {
+      const std::string at = sub.empty() ? child : child + "/" + sublayer_group(*layer, sub);
+      Hdf5WriteGroup vars = group.create_group(at + "/vars");
+      vars.set_string_attribute("name", sub.empty() ? layer->name() : sub);
+      for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+    }
   }
 }
 
@@ -115,16 +144,29 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
       read_keras3(path, *nested, layers.group(child), staged);
       continue;
     }
-    // A layer group without vars holds no weights; stage() reports the count mismatch.
-    const Hdf5Group g = layers.has_group(child + "/vars") ? layers.group(child + "/vars") : layers.group(child);
-    std::vector<std::string> datasets;
-    for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
-    std::size_t all = 0;
-    for (const std::string& c : g.children()) all += g.has_dataset(c) ? 1 : 0;
-    if (all != datasets.size())
-      throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
-                               layer_list(g.children()));
-    stage(path, *layer, vars, g, datasets, staged);
+    const Hdf5Group layer_group = layers.group(child);
+    for (const auto& [sub, sub_vars] : by_sublayer(*layer)) {
+      if (sub.empty() && sub_vars.empty()) continue;
+      Hdf5Group owner = layer_group;
+      if (!sub.empty()) {
+        const std::string name = sublayer_group(*layer, sub);
+        if (!layer_group.has_group(name))
+          throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                      "): no group '" + layer_group.path() + "/" + name + "' for its weights '" +
+                                      sub + "/...'; the groups there are: " + layer_list(layer_group.children()));
+        owner = layer_group.group(name);
+      }
+      // A layer group without vars holds no weights; stage() reports the count mismatch.
+      const Hdf5Group g = owner.has_group("vars") ? owner.group("vars") : owner;
+      std::vector<std::string> datasets;
+      for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
+      std::size_t all = 0;
+      for (const std::string& c : g.children()) all += g.has_dataset(c) ? 1 : 0;
+      if (all != datasets.size())
+        throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
+                                 layer_list(g.children()));
+      stage(path, *layer, sub_vars, g, datasets, staged);
+    }
   }
 }
 
