@@ -881,8 +881,15 @@ void batch_norm_cases(std::vector<OpCase>& t, Index shape_rows, Index shape_chan
 
 // Three products of m=5 n=4 k=6 with padded row strides and batch strides wider than a matrix; one case shares A
 // (stride 0) among the products, one B.
+void gemm_batched_cases(std::vector<OpCase>& t, Index batch, Index m, Index n, Index k);
+
 void gemm_batched_cases(std::vector<OpCase>& t) {
-  const Index batch = 3, m = 5, n = 4, k = 6;
+  // Small products, and many large ones (over 2^20 multiply-adds each: the CPU backend's per-head attention path).
+  for (const auto& [batch, m, n, k] : {std::array<Index, 4>{3, 5, 4, 6}, std::array<Index, 4>{8, 128, 130, 127}})
+    gemm_batched_cases(t, batch, m, n, k);
+}
+
+void gemm_batched_cases(std::vector<OpCase>& t, Index batch, Index m, Index n, Index k) {
   struct Variant {
     bool ta, tb, share_a, share_b;
   };
@@ -892,7 +899,8 @@ void gemm_batched_cases(std::vector<OpCase>& t) {
     const Index a_size = (v.ta ? k : m) * lda, b_size = (v.tb ? n : k) * ldb, c_size = m * ldc;
     const Index stride_a = v.share_a ? 0 : a_size + 3, stride_b = v.share_b ? 0 : b_size + 1, stride_c = c_size + 2;
     const std::string label = std::string("gemm_batched(") + (v.ta ? "T" : "N") + (v.tb ? "T" : "N") +
-                              ", batch=3 m=5 n=4 k=6" + (v.share_a ? ", A shared" : "") +
+                              ", batch=" + std::to_string(batch) + " m=" + std::to_string(m) + " n=" +
+                              std::to_string(n) + " k=" + std::to_string(k) + (v.share_a ? ", A shared" : "") +
                               (v.share_b ? ", B shared" : "") + ", alpha=0.7 beta=0.4)";
     t.push_back({"gemm_batched", label, {stride_a * (batch - 1) + a_size, stride_b * (batch - 1) + b_size},
                  {stride_c * batch}, -1, 1, false, 1e-5,

@@ -56,8 +56,11 @@ void CpuBackend::gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, 
   };
   const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   // Small products run side by side, each on one thread (oneDNN's sgemm runs on the calling thread alone inside a
-  // parallel region); a large one keeps every thread busy by itself, so those run one after another.
-  if (threads == 1 || batch < 2 || m * n * k > (Index{1} << 20)) {
+  // parallel region); a large one keeps every thread busy by itself, so a few of those run one after another. Many
+  // large ones (attention's per-head products) run side by side too: one parallel region in place of one per
+  // product, whose start and end cost most when other processes share the cores.
+  const bool large = m * n * k > (Index{1} << 20);
+  if (threads == 1 || batch < 2 || (large && batch < 4 * threads)) {
     for (Index i = 0; i < batch; ++i) product(i);
     return;
   }
