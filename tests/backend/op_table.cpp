@@ -428,6 +428,21 @@ void layout_cases(std::vector<OpCase>& t) {
                          }
                  }});
   }
+  {
+    // The last axis kept (rows of 17 moved whole on the CPU): attention's [N, T, heads, dim] -> [N, heads, T, dim].
+    const Shape shape{3, 5, 4, 17};
+    const std::vector<int> perm{0, 2, 1, 3};
+    const Index n = shape.numel();
+    t.push_back({"transpose", "transpose([3,5,4,17], {0,2,1,3})", {n}, {n}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.transpose(i[0], o[0], shape, perm); },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < 3; ++a)
+                     for (Index c = 0; c < 5; ++c)
+                       for (Index d = 0; d < 4; ++d)
+                         for (Index e = 0; e < 17; ++e)
+                           b.out[0][((a * 4 + d) * 5 + c) * 17 + e] = b.in[0][((a * 5 + c) * 4 + d) * 17 + e];
+                 }});
+  }
   const Index outer = 7, narrow = 5, wide = 12, offset = 4;
   t.push_back({"copy_strided", "copy_strided([7,5] into [7,12] at 4)", {outer * narrow}, {outer * wide}, -1, 1,
                false, 0,
