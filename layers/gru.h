@@ -7,6 +7,9 @@
 //
 // With reset_after and Keras' default activations (tanh, sigmoid) the whole sequence is one fused op (ops::gru), as
 // Keras uses cuDNN for them; otherwise, or with `fused = false`, the steps are composed of tower::ops.
+#include <cstdint>
+#include <optional>
+
 #include "api/engine/layer_options.h"
 #include "layers/recurrent.h"
 
@@ -30,6 +33,8 @@ struct GRUOptions {
   bool go_backwards = false;
   bool stateful = false;
   bool unroll = false;
+  bool zero_output_for_mask = false;  // what masked steps output; Tower does not pass masks to these layers yet
+  std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
   bool reset_after = true;
   std::string name;
   // C++ only, like Keras' use_cudnn (not in the config): false composes the steps of ops even where the fused op
@@ -53,6 +58,8 @@ struct GRUOptions {
     v("go_backwards", go_backwards);
     v("stateful", stateful);
     v("unroll", unroll);
+    v("zero_output_for_mask", zero_output_for_mask);
+    v("seed", seed);
     v("reset_after", reset_after);
     v("name", name);
   }

@@ -8,6 +8,9 @@
 // With Keras' default activations (tanh, sigmoid) the whole sequence is one fused op (ops::lstm: a gemm per step and
 // one fused kernel for the gates, forward and backward), as Keras uses cuDNN for them; with any others, or
 // `fused = false`, the steps are composed of tower::ops (the fused op's reference).
+#include <cstdint>
+#include <optional>
+
 #include "api/engine/layer_options.h"
 #include "layers/recurrent.h"
 
@@ -32,6 +35,8 @@ struct LSTMOptions {
   bool go_backwards = false;
   bool stateful = false;
   bool unroll = false;
+  bool zero_output_for_mask = false;  // what masked steps output; Tower does not pass masks to these layers yet
+  std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
   std::string name;
   // C++ only, like Keras' use_cudnn (not in the config): false composes the steps of ops even where the fused op
   // applies.
@@ -55,6 +60,8 @@ struct LSTMOptions {
     v("go_backwards", go_backwards);
     v("stateful", stateful);
     v("unroll", unroll);
+    v("zero_output_for_mask", zero_output_for_mask);
+    v("seed", seed);
     v("name", name);
   }
 };

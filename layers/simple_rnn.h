@@ -3,6 +3,9 @@
 // options, defaults and weights: kernel [F, units], recurrent_kernel [units, units], bias [units]. One state, h (the
 // initial state, when given, is the second input). Its steps are composed of tower::ops. What the sequence options
 // do: layers/recurrent.h.
+#include <cstdint>
+#include <optional>
+
 #include "api/engine/layer_options.h"
 #include "layers/recurrent.h"
 
@@ -25,6 +28,8 @@ struct SimpleRNNOptions {
   bool go_backwards = false;
   bool stateful = false;
   bool unroll = false;
+  bool zero_output_for_mask = false;  // what masked steps output; Tower does not pass masks to these layers yet
+  std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
   std::string name;
   template <class V> void visit(V&& v) {
     v("units", units);
@@ -43,6 +48,8 @@ struct SimpleRNNOptions {
     v("go_backwards", go_backwards);
     v("stateful", stateful);
     v("unroll", unroll);
+    v("zero_output_for_mask", zero_output_for_mask);
+    v("seed", seed);
     v("name", name);
   }
 };

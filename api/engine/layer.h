@@ -133,9 +133,13 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // A layer made of other layers (a model) returns its graph, which a plan inlines; other layers return null.
   virtual const Graph* graph() const { return nullptr; }
 
-  // Where Keras' .weights.h5 files keep this layer's variables below the layer's own group: "" (its "vars"), or the
-  // group of the sublayer that owns them in Keras ("cell" for the recurrent layers, whose cell holds their weights).
+  // Where Keras' .weights.h5 files keep this layer's variables below the layer's own group. A weight named
+  // "<sublayer>/<name>" (MultiHeadAttention's "query/kernel") belongs to a Keras sublayer, whose group
+  // keras_sublayer_group names (default: the sublayer's name). The other weights are in keras_variables_group(): ""
+  // (the layer's own "vars"), or the group of the sublayer that owns them in Keras ("cell" for the recurrent layers,
+  // whose cell holds their weights).
   virtual std::string keras_variables_group() const { return ""; }
+  virtual std::string keras_sublayer_group(const std::string& sublayer) const { return sublayer; }
 
   virtual Config get_config() const = 0;
   // {"class_name": type(), "config": get_config() + trainable}.

@@ -1,5 +1,6 @@
 #include "api/models/keras_weights.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -52,6 +53,26 @@ std::string layer_list(const std::vector<std::string>& names) {
   return s.empty() ? "none" : s;
 }
 
+// A layer made of Keras sublayers names its weights "<sublayer>/<weight>" (MultiHeadAttention's "query/kernel"),
+// as Keras' variable paths do; the layer's own weights have no "/". Keras saves each sublayer in the group
+// Layer::keras_sublayer_group names (MultiHeadAttention's "query" in query_dense).
+std::string sublayer_of(const VariablePtr& v) {
+  const auto slash = v->name.rfind('/');
+  return slash == std::string::npos ? std::string() : v->name.substr(0, slash);
+}
+
+// The layer's weights by sublayer ("" first: its own), each in Keras' save order, sublayers in creation order.
+std::vector<std::pair<std::string, std::vector<VariablePtr>>> by_sublayer(const Layer& layer) {
+  std::vector<std::pair<std::string, std::vector<VariablePtr>>> out{{"", {}}};
+  for (const VariablePtr& v : keras3_order(layer)) {
+    const std::string sub = sublayer_of(v);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == sub; });
+    if (it == out.end()) it = out.insert(out.end(), {sub, {}});
+    it->second.push_back(v);
+  }
+  return out;
+}
+
 // Weights read and checked, assigned only once the whole file has been checked.
 using Staged = std::vector<std::pair<VariablePtr, Tensor>>;
 
@@ -86,13 +107,20 @@ void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
       write_keras3(*nested, group.create_group(child));
       continue;
     }
-    const std::string sub = layer->keras_variables_group();
-    if (!sub.empty()) group.create_group(child + "/vars").set_string_attribute("name", layer->name());
-    Hdf5WriteGroup vars = group.create_group(child + (sub.empty() ? "" : "/" + sub) + "/vars");
-    // Keras names a recurrent layer's cell "<layer class>_cell" ("lstm_cell").
-    vars.set_string_attribute("name", sub.empty() ? layer->name() : to_snake_case(layer->type()) + "_" + sub);
-    const std::vector<VariablePtr> ws = keras3_order(*layer);
-    for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+    for (const auto& [sub, ws] : by_sublayer(*layer)) {
+      const std::string own = sub.empty() ? layer->keras_variables_group() : std::string();
+      if (!own.empty()) group.create_group(child + "/vars").set_string_attribute("name", layer->name());
+      const std::string at = !sub.empty() ? child + "/" + layer->keras_sublayer_group(sub)
+                             : own.empty() ? child
+                                           : child + "/" + own;
+      Hdf5WriteGroup vars = group.create_group(at + "/vars");
+      // Keras names a sublayer by its attribute ("query"), a recurrent layer's cell "<layer class>_cell".
+      const std::string name = !sub.empty()  ? sub
+                               : own.empty() ? layer->name()
+                                             : to_snake_case(layer->type()) + "_" + own;
+      vars.set_string_attribute("name", name);
+      for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+    }
   }
 }
 
@@ -118,22 +146,38 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
       read_keras3(path, *nested, layers.group(child), staged);
       continue;
     }
-    // A layer group without vars holds no weights; stage() reports the count mismatch.
-    const std::string sub = layer->keras_variables_group();
-    const std::string own = sub.empty() ? child : child + "/" + sub;
-    if (!layers.has_group(own))
-      throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                  ") keeps its weights in '" + layers.path() + "/" + own +
-                                  "', which the file does not have");
-    const Hdf5Group g = layers.has_group(own + "/vars") ? layers.group(own + "/vars") : layers.group(own);
-    std::vector<std::string> datasets;
-    for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
-    std::size_t all = 0;
-    for (const std::string& c : g.children()) all += g.has_dataset(c) ? 1 : 0;
-    if (all != datasets.size())
-      throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
-                               layer_list(g.children()));
-    stage(path, *layer, vars, g, datasets, staged);
+    const Hdf5Group layer_group = layers.group(child);
+    for (const auto& [sub, sub_vars] : by_sublayer(*layer)) {
+      if (sub.empty() && sub_vars.empty()) continue;
+      Hdf5Group owner = layer_group;
+      const std::string own = sub.empty() ? layer->keras_variables_group() : std::string();
+      if (!own.empty()) {
+        if (!layer_group.has_group(own))
+          throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                      ") keeps its weights in '" + layer_group.path() + "/" + own +
+                                      "', which the file does not have; the groups there are: " +
+                                      layer_list(layer_group.children()));
+        owner = layer_group.group(own);
+      }
+      if (!sub.empty()) {
+        const std::string name = layer->keras_sublayer_group(sub);
+        if (!layer_group.has_group(name))
+          throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
+                                      "): no group '" + layer_group.path() + "/" + name + "' for its weights '" +
+                                      sub + "/...'; the groups there are: " + layer_list(layer_group.children()));
+        owner = layer_group.group(name);
+      }
+      // A layer group without vars holds no weights; stage() reports the count mismatch.
+      const Hdf5Group g = owner.has_group("vars") ? owner.group("vars") : owner;
+      std::vector<std::string> datasets;
+      for (std::size_t i = 0; g.has_dataset(std::to_string(i)); ++i) datasets.push_back(std::to_string(i));
+      std::size_t all = 0;
+      for (const std::string& c : g.children()) all += g.has_dataset(c) ? 1 : 0;
+      if (all != datasets.size())
+        throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
+                                 layer_list(g.children()));
+      stage(path, *layer, sub_vars, g, datasets, staged);
+    }
   }
 }
 

@@ -6,8 +6,11 @@
 //     ("conv2d", "conv2d_1", ..., "batch_normalization"); the vars group carries the layer's name as attribute
 //     "name" and holds datasets "0", "1", ...: the layer's variables created trainable, in creation order, then
 //     the others (Conv2D and Dense: kernel, bias; DepthwiseConv2D: kernel, bias; BatchNormalization: gamma,
-//     beta, moving_mean, moving_variance). A nested model is a group layers/functional (or sequential) with
-//     its own vars and layers/ below. The root holds vars with the model's name.
+//     beta, moving_mean, moving_variance). A layer made of Keras sublayers keeps their variables in a group per
+//     sublayer inside its own, each with its vars: MultiHeadAttention's weights "query/kernel", "query/bias", ...
+//     lie in layers/multi_head_attention/query_dense/vars (key_dense, value_dense, output_dense for
+//     "attention_output"). A nested model is a group layers/functional (or sequential) with its own vars and
+//     layers/ below. The root holds vars with the model's name.
 //   Legacy ".h5" / ".hdf5" (Keras 2 save_weights, Keras' applications weight files such as
 //     mobilenet_v2_weights_tf_dim_ordering_tf_kernels_*.h5, and model.save("x.h5") below a model_weights
 //     group): the root attribute layer_names lists every layer; a group per layer, whose attribute

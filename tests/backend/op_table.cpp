@@ -428,6 +428,21 @@ void layout_cases(std::vector<OpCase>& t) {
                          }
                  }});
   }
+  {
+    // The last axis kept (rows of 17 moved whole on the CPU): attention's [N, T, heads, dim] -> [N, heads, T, dim].
+    const Shape shape{3, 5, 4, 17};
+    const std::vector<int> perm{0, 2, 1, 3};
+    const Index n = shape.numel();
+    t.push_back({"transpose", "transpose([3,5,4,17], {0,2,1,3})", {n}, {n}, -1, 1, false, 0,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) { be.transpose(i[0], o[0], shape, perm); },
+                 [=](OpBuffers& b) {
+                   for (Index a = 0; a < 3; ++a)
+                     for (Index c = 0; c < 5; ++c)
+                       for (Index d = 0; d < 4; ++d)
+                         for (Index e = 0; e < 17; ++e)
+                           b.out[0][((a * 4 + d) * 5 + c) * 17 + e] = b.in[0][((a * 5 + c) * 4 + d) * 17 + e];
+                 }});
+  }
   const Index outer = 7, narrow = 5, wide = 12, offset = 4;
   t.push_back({"copy_strided", "copy_strided([7,5] into [7,12] at 4)", {outer * narrow}, {outer * wide}, -1, 1,
                false, 0,
@@ -881,8 +896,15 @@ void batch_norm_cases(std::vector<OpCase>& t, Index shape_rows, Index shape_chan
 
 // Three products of m=5 n=4 k=6 with padded row strides and batch strides wider than a matrix; one case shares A
 // (stride 0) among the products, one B.
+void gemm_batched_cases(std::vector<OpCase>& t, Index batch, Index m, Index n, Index k);
+
 void gemm_batched_cases(std::vector<OpCase>& t) {
-  const Index batch = 3, m = 5, n = 4, k = 6;
+  // Small products, and many large ones (over 2^20 multiply-adds each: the CPU backend's per-head attention path).
+  for (const auto& [batch, m, n, k] : {std::array<Index, 4>{3, 5, 4, 6}, std::array<Index, 4>{8, 128, 130, 127}})
+    gemm_batched_cases(t, batch, m, n, k);
+}
+
+void gemm_batched_cases(std::vector<OpCase>& t, Index batch, Index m, Index n, Index k) {
   struct Variant {
     bool ta, tb, share_a, share_b;
   };
@@ -892,7 +914,8 @@ void gemm_batched_cases(std::vector<OpCase>& t) {
     const Index a_size = (v.ta ? k : m) * lda, b_size = (v.tb ? n : k) * ldb, c_size = m * ldc;
     const Index stride_a = v.share_a ? 0 : a_size + 3, stride_b = v.share_b ? 0 : b_size + 1, stride_c = c_size + 2;
     const std::string label = std::string("gemm_batched(") + (v.ta ? "T" : "N") + (v.tb ? "T" : "N") +
-                              ", batch=3 m=5 n=4 k=6" + (v.share_a ? ", A shared" : "") +
+                              ", batch=" + std::to_string(batch) + " m=" + std::to_string(m) + " n=" +
+                              std::to_string(n) + " k=" + std::to_string(k) + (v.share_a ? ", A shared" : "") +
                               (v.share_b ? ", B shared" : "") + ", alpha=0.7 beta=0.4)";
     t.push_back({"gemm_batched", label, {stride_a * (batch - 1) + a_size, stride_b * (batch - 1) + b_size},
                  {stride_c * batch}, -1, 1, false, 1e-5,

@@ -15,11 +15,14 @@ and, with tf.GradientTape, takes the gradients of
 
 with respect to every input and every trainable weight. One JSON file per case, tests/reference/layers/<case>.json:
 
-    layer          {"class_name", "config"}: config is exactly the kwargs given to Keras (Tower reads the same keys)
+    layer          {"class_name", "config"}: config is exactly the kwargs given to Keras (Tower reads the same keys),
+                   plus the case's Keras call arguments (use_causal_mask, ...) and use_attention_mask, which Tower
+                   reads as options
     training       bool
     inputs         [{"shape", "data"}]            data flattened row-major (channels-last, as Keras)
     weights        [{"name", "shape", "data"}]    layer.weights order, values before the step; name without the
-                                                  layer prefix ("kernel", "gamma", "moving_mean", ...)
+                                                  layer prefix ("kernel", "gamma", "moving_mean", ...; a
+                                                  sublayer's weight keeps the sublayer: "query/kernel")
     upstream       [{"shape", "data"}]            R_i, one per output
     outputs        [{"shape", "data"}]
     input_grads    [{"shape", "data"}]            dL/d input, one per input
@@ -51,13 +54,16 @@ OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers")
 KINKS = (0.0, 0.5, 6.0, -3.0, 3.0)
 
 
-def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0,
-         initial_state=False):
+def case(name, class_name, config, input_shapes, training=False, inputs="uniform", low=-1.0, high=1.0, call=None,
+         mask=False, initial_state=False):
     """inputs: "uniform" (seeded uniform in [low, high)), "grid" (a permutation of a spaced grid in [low, high]) or
     "ids" (seeded integers in [low, high), fed to Keras as int32 and written as floats; their gradient is zero).
+    call: Keras call arguments (use_causal_mask, return_attention_scores), which Tower reads as options: they are
+    written into the fixture's config. mask: the last input is an attention mask of 0s and 1s (each row keeping at
+    least one position), given to Keras as attention_mask and to Tower as its last input (use_attention_mask).
     initial_state: the inputs after the first are a recurrent layer's initial_state (Tower takes them as inputs)."""
     return dict(name=name, class_name=class_name, config=config, input_shapes=input_shapes, training=training,
-                inputs=inputs, low=low, high=high, initial_state=initial_state)
+                inputs=inputs, low=low, high=high, call=call or {}, mask=mask, initial_state=initial_state)
 
 
 ACTIVATIONS = ["relu", "relu6", "sigmoid", "tanh", "softmax", "gelu", "swish", "elu", "leaky_relu", "selu",
@@ -236,6 +242,41 @@ CASES = [
     case("Rescaling_to_unit", "Rescaling", {"scale": 1.0 / 127.5, "offset": -1.0}, [(2, 3, 3, 2)], low=0.0,
          high=255.0),
     case("Rescaling_scale_only", "Rescaling", {"scale": 0.5}, [(2, 3, 4)]),
+    # Attention: MultiHeadAttention is called as Keras calls it, layer(query, value, key=..., attention_mask=...),
+    # with the Tower inputs [query, value, (key), (mask)]; Attention and AdditiveAttention on the list.
+    case("MultiHeadAttention_self", "MultiHeadAttention", {"num_heads": 2, "key_dim": 3}, [(2, 4, 6), (2, 4, 6)]),
+    case("MultiHeadAttention_cross", "MultiHeadAttention", {"num_heads": 2, "key_dim": 3, "value_dim": 2},
+         [(2, 3, 6), (2, 5, 4)]),
+    case("MultiHeadAttention_with_key", "MultiHeadAttention", {"num_heads": 3, "key_dim": 2},
+         [(2, 3, 4), (2, 5, 3), (2, 5, 6)]),
+    case("MultiHeadAttention_causal", "MultiHeadAttention", {"num_heads": 2, "key_dim": 3}, [(2, 4, 6), (2, 4, 6)],
+         call={"use_causal_mask": True}),
+    case("MultiHeadAttention_causal_cross", "MultiHeadAttention", {"num_heads": 2, "key_dim": 2},
+         [(2, 4, 3), (2, 6, 5)], call={"use_causal_mask": True}),
+    case("MultiHeadAttention_attention_mask", "MultiHeadAttention", {"num_heads": 2, "key_dim": 2},
+         [(2, 3, 4), (2, 5, 4), (2, 3, 5)], mask=True),
+    case("MultiHeadAttention_scores", "MultiHeadAttention", {"num_heads": 2, "key_dim": 3}, [(2, 3, 4), (2, 5, 4)],
+         call={"return_attention_scores": True}),
+    case("MultiHeadAttention_scores_causal_mask_key", "MultiHeadAttention", {"num_heads": 2, "key_dim": 2},
+         [(2, 4, 3), (2, 4, 5), (2, 4, 2), (2, 4, 4)], call={"return_attention_scores": True, "use_causal_mask": True},
+         mask=True),
+    case("MultiHeadAttention_output_shape", "MultiHeadAttention", {"num_heads": 2, "key_dim": 2, "output_shape": [2, 3]},
+         [(2, 3, 4), (2, 4, 4)]),
+    case("MultiHeadAttention_output_shape_int", "MultiHeadAttention",
+         {"num_heads": 2, "key_dim": 2, "value_dim": 3, "output_shape": 5}, [(2, 3, 4), (2, 4, 4)]),
+    case("MultiHeadAttention_no_bias", "MultiHeadAttention", {"num_heads": 2, "key_dim": 3, "use_bias": False},
+         [(2, 4, 5), (2, 3, 5)]),
+    case("Attention_dot", "Attention", {}, [(2, 3, 4), (2, 5, 4)]),
+    case("Attention_dot_scale", "Attention", {"use_scale": True}, [(2, 3, 4), (2, 5, 2), (2, 5, 4)]),
+    case("Attention_concat", "Attention", {"score_mode": "concat"}, [(2, 3, 4), (2, 5, 4)]),
+    case("Attention_concat_scale", "Attention", {"score_mode": "concat", "use_scale": True},
+         [(2, 3, 4), (2, 5, 3), (2, 5, 4)]),
+    case("Attention_causal_scores", "Attention", {"use_scale": True}, [(2, 4, 3), (2, 4, 3)],
+         call={"use_causal_mask": True, "return_attention_scores": True}),
+    case("AdditiveAttention_scale", "AdditiveAttention", {}, [(2, 3, 4), (2, 5, 4)]),
+    case("AdditiveAttention_no_scale", "AdditiveAttention", {"use_scale": False}, [(2, 3, 4), (2, 5, 2), (2, 5, 4)]),
+    case("AdditiveAttention_causal_scores", "AdditiveAttention", {}, [(2, 4, 3), (2, 4, 3)],
+         call={"use_causal_mask": True, "return_attention_scores": True}),
 ]
 
 
@@ -263,6 +304,10 @@ def tensor_json(a, name=None):
 
 def draw_input(c, shape, index):
     rng = np.random.default_rng(seed_of(c["name"], f"input{index}"))
+    if c["mask"] and index == len(c["input_shapes"]) - 1:
+        m = rng.integers(0, 2, size=shape)
+        m[..., 0] = np.where(m.sum(axis=-1) == 0, 1, m[..., 0])  # every row keeps a position
+        return m.astype(np.float32)
     n = int(np.prod(shape))
     low, high = c["low"], c["high"]
     if c["inputs"] == "uniform":
@@ -286,8 +331,38 @@ def draw_input(c, shape, index):
 
 
 def weight_name(v):
-    # Keras 3 variable names carry no layer prefix; Keras 2 style paths are stripped just in case.
+    # Keras 3 variable names carry no layer prefix; Keras 2 style paths are stripped just in case. A weight of a
+    # sublayer (MultiHeadAttention's "multi_head_attention/query/kernel") keeps the sublayer: "query/kernel". A
+    # recurrent layer's cell holds the layer's own weights ("lstm/lstm_cell/kernel"), named as the layer's in Tower.
+    parts = v.path.split("/")
+    if len(parts) > 2 and parts[1].endswith("_cell"):
+        return parts[-1]
+    if len(parts) > 2:
+        return "/".join(parts[1:])
     return v.name.split("/")[-1].split(":")[0]
+
+
+def call_layer(c, layer, xs, **kwargs):
+    """Calls the Keras layer on the Tower inputs xs as Keras takes them."""
+    kwargs.update(c["call"])
+    if c["class_name"] == "MultiHeadAttention":
+        xs = list(xs)
+        if c["mask"]:
+            kwargs["attention_mask"] = xs.pop()
+        if len(xs) == 3:
+            kwargs["key"] = xs[2]
+        return layer(xs[0], xs[1], **kwargs)
+    if c["initial_state"]:
+        return layer(xs[0], initial_state=list(xs[1:]), **kwargs)
+    return layer(xs if len(xs) > 1 else xs[0], **kwargs)
+
+
+def tower_config(c):
+    """The case's Keras config plus the call arguments, which Tower reads as options."""
+    config = dict(c["config"], **c["call"])
+    if c["mask"]:
+        config["use_attention_mask"] = True
+    return config
 
 
 def make_case(c):
@@ -297,12 +372,7 @@ def make_case(c):
     shapes = c["input_shapes"]
     dtype = "int32" if c["inputs"] == "ids" else "float32"
     sym = [keras.Input(shape=s[1:], batch_size=None, dtype=dtype) for s in shapes]
-    def call(args, **kwargs):
-        if c["initial_state"]:
-            return layer(args[0], initial_state=list(args[1:]), **kwargs)
-        return layer(args if len(args) > 1 else args[0], **kwargs)
-
-    call(sym)
+    call_layer(c, layer, sym)
 
     # Deterministic weights.
     wrng = np.random.default_rng(seed_of(c["name"], "weights"))
@@ -320,7 +390,7 @@ def make_case(c):
         for x in xs:
             if x.dtype.is_floating:
                 tape.watch(x)
-        out = call(xs, training=c["training"])
+        out = call_layer(c, layer, xs, training=c["training"])
         outs = out if isinstance(out, (list, tuple)) else [out]
         rrng = np.random.default_rng(seed_of(c["name"], "upstream"))
         rs = [rrng.uniform(-1.0, 1.0, size=tuple(o.shape)).astype(np.float32) for o in outs]
@@ -339,7 +409,7 @@ def make_case(c):
         return np.asarray(g)
 
     doc = {
-        "layer": {"class_name": c["class_name"], "config": c["config"]},
+        "layer": {"class_name": c["class_name"], "config": tower_config(c)},
         "training": bool(c["training"]),
         "keras_version": keras.__version__,
         "inputs": [tensor_json(x.numpy()) for x in xs],

@@ -56,8 +56,11 @@ void CpuBackend::gemm_batched(bool trans_a, bool trans_b, Index batch, Index m, 
   };
   const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   // Small products run side by side, each on one thread (oneDNN's sgemm runs on the calling thread alone inside a
-  // parallel region); a large one keeps every thread busy by itself, so those run one after another.
-  if (threads == 1 || batch < 2 || m * n * k > (Index{1} << 20)) {
+  // parallel region); a large one keeps every thread busy by itself, so a few of those run one after another. Many
+  // large ones (attention's per-head products) run side by side too: one parallel region in place of one per
+  // product, whose start and end cost most when other processes share the cores.
+  const bool large = m * n * k > (Index{1} << 20);
+  if (threads == 1 || batch < 2 || (large && batch < 4 * threads)) {
     for (Index i = 0; i < batch; ++i) product(i);
     return;
   }
@@ -343,6 +346,21 @@ void CpuBackend::dropout_mask(float* mask, Index n, float rate, const std::uint6
 }
 
 void CpuBackend::transpose(const float* x, float* y, const Shape& shape, const std::vector<int>& perm) {
+  const int rank = shape.rank();
+  const Index inner = rank > 1 ? shape[rank - 1] : 0;
+  // A permutation that keeps the last axis (attention's [N, T, heads, dim] <-> [N, heads, T, dim]) moves whole rows:
+  // each row's place comes from the functor's indexing over the other axes, once per row, not once per element.
+  if (rank > 1 && perm.size() == static_cast<std::size_t>(rank) && perm.back() == rank - 1 && inner >= 16) {
+    const Shape outer(std::vector<Index>(shape.dims().begin(), shape.dims().end() - 1));
+    const math::Transpose rows = math::make_transpose(x, y, outer, std::vector<int>(perm.begin(), perm.end() - 1));
+    parallel_ranges(
+        outer.numel(),
+        [&](Index begin, Index end) {
+          for (Index o = begin; o < end; ++o) std::copy_n(x + rows.source(o) * inner, inner, y + o * inner);
+        },
+        std::max<Index>(1, kParallelGrain / inner));
+    return;
+  }
   parallel_for(shape.numel(), math::make_transpose(x, y, shape, perm), kParallelGrain);
 }
 

@@ -22,15 +22,17 @@ struct Transpose {
   int rank;
   Index out_dims[kMaxTransposeRank];
   Index in_stride_of_out[kMaxTransposeRank];  // x's stride along y's dimension i
-  TOWER_HD void operator()(Index o) const {
+  // The index in x of y's element o.
+  TOWER_HD Index source(Index o) const {
     Index rem = o, src = 0;
     for (int i = rank - 1; i >= 0; --i) {
       const Index idx = rem % out_dims[i];
       rem /= out_dims[i];
       src += idx * in_stride_of_out[i];
     }
-    y[o] = x[src];
+    return src;
   }
+  TOWER_HD void operator()(Index o) const { y[o] = x[source(o)]; }
 };
 
 // Throws std::invalid_argument unless perm is a permutation of shape's axes and the rank is at most 8.
