@@ -7,6 +7,7 @@
 #include "layers/average_pooling2d.h"
 #include "layers/batch_normalization.h"
 #include "layers/concatenate.h"
+#include "layers/conv1d.h"
 #include "layers/conv2d.h"
 #include "layers/cropping2d.h"
 #include "layers/dense.h"
