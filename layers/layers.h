@@ -28,6 +28,7 @@
 #include "layers/relu.h"
 #include "layers/rescaling.h"
 #include "layers/reshape.h"
+#include "layers/separable_conv1d.h"
 #include "layers/softmax.h"
 #include "layers/subtract.h"
 #include "layers/up_sampling2d.h"
