@@ -38,6 +38,7 @@
 #include "layers/separable_conv1d.h"
 #include "layers/softmax.h"
 #include "layers/subtract.h"
+#include "layers/time_distributed.h"
 #include "layers/unit_normalization.h"
 #include "layers/up_sampling1d.h"
 #include "layers/up_sampling2d.h"
