@@ -3,17 +3,22 @@
 # [rounds=3]. The two frameworks take turns, `rounds` times (each turn times every layer, median of 20
 # forward+backward passes); each cell is the median of its rounds, so a few seconds of load on a shared machine
 # move one round, not the result.
+# bench/recurrent.sh runs the same comparison on other programs: BENCH_PROGRAM (bench_layers), BENCH_TORCH
+# (layers_torch.py) and BENCH_ITERS (20).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
+program=${BENCH_PROGRAM:-bench_layers}
+torch_script=${BENCH_TORCH:-layers_torch.py}
+iters=${BENCH_ITERS:-20}
 threads=${OMP_NUM_THREADS:-2}
 export OMP_NUM_THREADS=$threads
 here=$(dirname "$0")
 tower=""
 torch=""
 for ((r = 0; r < rounds; ++r)); do
-  tower+=$("$build/bin/bench_layers" 20)$'\n'
-  torch+=$(python3 "$here/layers_torch.py" 20)$'\n'
+  tower+=$("$build/bin/$program" "$iters")$'\n'
+  torch+=$(python3 "$here/$torch_script" "$iters")$'\n'
 done
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) cores, threads=$threads, rounds=$rounds, $(date -u +%F)"
 echo "$("$build/bin/bench_cpu_isa"); $(python3 "$here/torch_isa.py")"

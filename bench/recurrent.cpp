@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     o.backward = true;
     o.input_gradients = true;  // a layer inside a network also computes its input gradient
     o.device = default_device();  // TOWER_DEVICE, else the CPU
+    model.to(o.device);
     Plan plan(model.impl(), o);
     Tensor x(Shape{kBatch, kSteps, kFeatures});
     Generator g(1);

@@ -1,6 +1,6 @@
 // Fashion-MNIST read as sequences: each image's 28 rows are 28 time steps of 28 pixels, classified by an LSTM from
 // its last state (Keras' "sequential MNIST" recipe).
-//   fashion_mnist_lstm [epochs=10] [batch_size=128] [steps_per_epoch=all]
+//   fashion_mnist_lstm [epochs=15] [batch_size=128] [steps_per_epoch=all]
 #include <tower/tower.h>
 
 #include <chrono>
@@ -10,7 +10,7 @@
 using namespace tower;
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 10;
+  const int epochs = argc > 1 ? std::atoi(argv[1]) : 15;
   const int batch_size = argc > 2 ? std::atoi(argv[2]) : 128;
   set_random_seed(42);
 

@@ -45,6 +45,11 @@ void ensure_scratch(Tensor& t, const Tensor& like) {
     t = Tensor(like.shape(), DType::float32, like.device());
 }
 
+ConvAxis width_axis(Index in, const ConvGeometry& g) {
+  return g.causal ? causal_conv_axis(in, g.kernel_size.w, g.strides.w, g.dilation_rate.w)
+                  : conv_axis(in, g.kernel_size.w, g.strides.w, g.dilation_rate.w, g.same);
+}
+
 }  // namespace
 
 ConvAxis conv_axis(Index in, int kernel, int stride, int dilation, bool same) {
@@ -58,6 +63,13 @@ ConvAxis conv_axis(Index in, int kernel, int stride, int dilation, bool same) {
   const Index total = std::max<Index>((a.out - 1) * stride + span - in, 0);
   a.pad_before = static_cast<int>(total / 2);
   a.pad_after = static_cast<int>(total - total / 2);
+  return a;
+}
+
+ConvAxis causal_conv_axis(Index in, int kernel, int stride, int dilation) {
+  const int pad = (kernel - 1) * dilation;
+  ConvAxis a = conv_axis(in + pad, kernel, stride, dilation, false);
+  a.pad_before = pad;
   return a;
 }
 
@@ -88,6 +100,50 @@ ConvGeometry check_conv_arguments(const std::string& where, const Size2& kernel_
   return g;
 }
 
+ConvGeometry check_conv1d_arguments(const std::string& where, const Size1& kernel_size, const Size1& strides,
+                                    std::string& padding, std::string& data_format, const Size1& dilation_rate,
+                                    bool allow_causal) {
+  std::transform(padding.begin(), padding.end(), padding.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool causal = allow_causal && padding == "causal";
+  if (padding != "valid" && padding != "same" && !causal)
+    throw std::invalid_argument(where + "padding must be 'valid', 'same'" + (allow_causal ? " or 'causal'" : "") +
+                                ", got '" + padding + "'");
+  if (kernel_size.value <= 0)
+    throw std::invalid_argument(where + "kernel_size must be positive, got " + std::to_string(kernel_size.value));
+  if (strides.value <= 0)
+    throw std::invalid_argument(where + "strides must be positive, got " + std::to_string(strides.value));
+  if (dilation_rate.value <= 0)
+    throw std::invalid_argument(where + "dilation_rate must be positive, got " + std::to_string(dilation_rate.value));
+  if (strides.value > 1 && dilation_rate.value > 1)
+    throw std::invalid_argument(where + "strides > 1 not supported in conjunction with dilation_rate > 1, got " +
+                                "strides=" + std::to_string(strides.value) +
+                                " and dilation_rate=" + std::to_string(dilation_rate.value));
+  std::string padding_2d = causal ? "valid" : padding;
+  ConvGeometry g = check_conv_arguments(where, Size2(1, kernel_size.value), Size2(1, strides.value), padding_2d,
+                                        data_format, Size2(1, dilation_rate.value));
+  g.causal = causal;
+  return g;
+}
+
+Shape conv1d_output_shape(const std::string& where, const Shape& input, const ConvGeometry& g) {
+  if (input.rank() != 3)
+    throw ShapeError(where + "expects input of rank 3 (batch, steps, channels), got shape " + input.to_string());
+  if (input[1] == 0 || input[2] <= 0)
+    throw ShapeError(where + "the channels of the input must be known and its steps non-zero, got shape " +
+                     input.to_string());
+  if (input[2] % g.groups != 0)
+    throw ShapeError(where + "the number of input channels must be divisible by groups=" +
+                     std::to_string(g.groups) + ", got input shape " + input.to_string());
+  if (input[1] < 0) return Shape{input[0], -1, g.filters};  // unknown steps: known per call
+  const ConvAxis w = width_axis(input[1], g);
+  if (w.out <= 0)
+    throw ShapeError(where + "with padding 'valid' the kernel of size " + std::to_string(g.kernel_size.w) +
+                     " (dilated extent " + std::to_string((g.kernel_size.w - 1) * g.dilation_rate.w + 1) +
+                     ") is longer than the steps of input shape " + input.to_string());
+  return Shape{input[0], w.out, g.filters};
+}
+
 Shape conv2d_output_shape(const std::string& where, const Shape& input, const ConvGeometry& g) {
   if (input.rank() != 4)
     throw ShapeError(where + "expects input of rank 4 (batch, height, width, channels), got shape " +
@@ -99,7 +155,7 @@ Shape conv2d_output_shape(const std::string& where, const Shape& input, const Co
     throw ShapeError(where + "the number of input channels must be divisible by groups=" +
                      std::to_string(g.groups) + ", got input shape " + input.to_string());
   const ConvAxis h = conv_axis(input[1], g.kernel_size.h, g.strides.h, g.dilation_rate.h, g.same);
-  const ConvAxis w = conv_axis(input[2], g.kernel_size.w, g.strides.w, g.dilation_rate.w, g.same);
+  const ConvAxis w = width_axis(input[2], g);
   if (h.out <= 0 || w.out <= 0) {
     const Size2 span{(g.kernel_size.h - 1) * g.dilation_rate.h + 1, (g.kernel_size.w - 1) * g.dilation_rate.w + 1};
     throw ShapeError(where + "with padding 'valid' the kernel " + size2(g.kernel_size) + " (dilated extent " +
@@ -110,7 +166,7 @@ Shape conv2d_output_shape(const std::string& where, const Shape& input, const Co
 
 backend::Conv2DParams conv2d_params(const Shape& input, const ConvGeometry& g) {
   const ConvAxis h = conv_axis(input[1], g.kernel_size.h, g.strides.h, g.dilation_rate.h, g.same);
-  const ConvAxis w = conv_axis(input[2], g.kernel_size.w, g.strides.w, g.dilation_rate.w, g.same);
+  const ConvAxis w = width_axis(input[2], g);
   backend::Conv2DParams p;
   p.batch = input[0];
   p.in_h = input[1];

@@ -19,11 +19,15 @@ struct ConvAxis {
   int pad_before = 0, pad_after = 0;
 };
 ConvAxis conv_axis(Index in, int kernel, int stride, int dilation, bool same);
+// Keras' 'causal' (Conv1D): pad_before = (kernel-1)*dilation, pad_after = 0, then 'valid':
+// out = (in - 1) / stride + 1, so output t sees inputs up to t * stride and none after.
+ConvAxis causal_conv_axis(Index in, int kernel, int stride, int dilation);
 
 // What a convolution layer fixes at construction; the per-call sizes come from the input.
 struct ConvGeometry {
   Size2 kernel_size, strides, dilation_rate;
   bool same = false;
+  bool causal = false;  // the width axis padded causally (causal_conv_axis) instead of by `same`
   int groups = 1;  // in_channels for a depthwise convolution
   Index filters = 0;  // output channels
 };
@@ -35,6 +39,18 @@ struct ConvGeometry {
 // prefixed with `where`.
 ConvGeometry check_conv_arguments(const std::string& where, const Size2& kernel_size, const Size2& strides,
                                   std::string& padding, std::string& data_format, const Size2& dilation_rate);
+
+// The 1-D form of check_conv_arguments for the 1-D layers (kernel_size (1, k) and so on on [batch, 1, width,
+// channels] views), with messages in 1-D terms: padding 'valid', 'same' or, when allow_causal, 'causal' (which sets
+// the geometry's `causal`).
+ConvGeometry check_conv1d_arguments(const std::string& where, const Size1& kernel_size, const Size1& strides,
+                                    std::string& padding, std::string& data_format, const Size1& dilation_rate,
+                                    bool allow_causal);
+
+// The output shape [batch, out_width, g.filters] for an input [batch, width, channels] (batch and width may be -1,
+// which stays unknown). Throws ShapeError prefixed with `where` for another rank, unknown channels, channels not
+// divisible by g.groups, or a 'valid' convolution whose dilated kernel is longer than the input.
+Shape conv1d_output_shape(const std::string& where, const Shape& input, const ConvGeometry& g);
 
 // The output shape for an NHWC input [batch, h, w, channels] (batch may be -1). Throws ShapeError prefixed
 // with `where` for another rank, unknown h, w or channels, channels not divisible by g.groups, or a

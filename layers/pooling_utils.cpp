@@ -63,6 +63,37 @@ PoolGeometry check_pool_arguments(const std::string& where, backend::PoolKind ki
   return PoolGeometry{kind, pool_size, *strides, padding == "same"};
 }
 
+PoolGeometry check_pool1d_arguments(const std::string& where, backend::PoolKind kind, const Size1& pool_size,
+                                    std::optional<Size1>& strides, std::string& padding, std::string& data_format) {
+  if (pool_size.value <= 0)
+    throw std::invalid_argument(where + "pool_size must be positive, got " + std::to_string(pool_size.value));
+  if (!strides) strides = pool_size;
+  if (strides->value <= 0)
+    throw std::invalid_argument(where + "strides must be positive, got " + std::to_string(strides->value));
+  std::optional<Size2> strides_2d = Size2(1, strides->value);
+  return check_pool_arguments(where, kind, Size2(1, pool_size.value), strides_2d, padding, data_format);
+}
+
+Shape pool1d_output_shape(const std::string& where, const Shape& input, const PoolGeometry& g) {
+  if (input.rank() != 3)
+    throw ShapeError(where + "expects input of rank 3 (batch, steps, channels), got shape " + input.to_string());
+  if (input[2] <= 0)
+    throw ShapeError(where + "the channels of the input must be known, got shape " + input.to_string());
+  const Index steps = pooled_size(input[1], g.pool_size.w, g.strides.w, g.same);
+  if (steps == 0)
+    throw ShapeError(where + "with padding 'valid' the pool_size " + std::to_string(g.pool_size.w) +
+                     " is longer than the steps of input shape " + input.to_string());
+  return Shape{input[0], steps, input[2]};
+}
+
+Shape global_pool1d_output_shape(const std::string& where, const Shape& input, bool keepdims) {
+  if (input.rank() != 3)
+    throw ShapeError(where + "expects input of rank 3 (batch, steps, channels), got shape " + input.to_string());
+  if (input[2] <= 0)
+    throw ShapeError(where + "the channels of the input must be known, got shape " + input.to_string());
+  return keepdims ? Shape{input[0], 1, input[2]} : Shape{input[0], input[2]};
+}
+
 Shape pool2d_output_shape(const std::string& where, const Shape& input, const PoolGeometry& g) {
   check_rank4(where, input);
   const Index h = pooled_size(input[1], g.pool_size.h, g.strides.h, g.same);

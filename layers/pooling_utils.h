@@ -26,6 +26,17 @@ struct PoolGeometry {
 PoolGeometry check_pool_arguments(const std::string& where, backend::PoolKind kind, const Size2& pool_size,
                                   std::optional<Size2>& strides, std::string& padding, std::string& data_format);
 
+// The 1-D form for MaxPooling1D / AveragePooling1D, which pool [batch, 1, steps, channels] views with the
+// geometry's pool_size (1, p) and strides (1, s); messages in 1-D terms.
+PoolGeometry check_pool1d_arguments(const std::string& where, backend::PoolKind kind, const Size1& pool_size,
+                                    std::optional<Size1>& strides, std::string& padding, std::string& data_format);
+// [batch, steps, channels] -> [batch, out_steps, channels]; batch and steps may be unknown (-1). Throws ShapeError
+// prefixed with `where` for another rank, unknown channels, or a 'valid' window longer than the input.
+Shape pool1d_output_shape(const std::string& where, const Shape& input, const PoolGeometry& g);
+// [batch, steps, channels] -> [batch, channels], or [batch, 1, channels] with keepdims. Throws ShapeError prefixed
+// with `where` for another rank or unknown channels.
+Shape global_pool1d_output_shape(const std::string& where, const Shape& input, bool keepdims);
+
 // The output shape for an NHWC input [batch, h, w, channels]; batch, h and w may be unknown (-1), which
 // stays unknown. Throws ShapeError prefixed with `where` for another rank, unknown channels, or a 'valid'
 // window larger than the input.

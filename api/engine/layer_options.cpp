@@ -10,6 +10,8 @@ Config to_value(std::int64_t v) { return Config(v); }
 Config to_value(float v) { return Config(static_cast<double>(v)); }
 Config to_value(double v) { return Config(v); }
 Config to_value(const std::string& v) { return Config(v); }
+Config to_value(const Size1& v) { return Config(Config::List{Config(v.value)}); }
+Config to_value(const Padding1D& v) { return Config(Config::List{Config(v.left), Config(v.right)}); }
 Config to_value(const Size2& v) { return Config(Config::List{Config(v.h), Config(v.w)}); }
 Config to_value(const Padding2D& v) {
   return Config(Config::List{Config(Config::List{Config(v.top), Config(v.bottom)}),
@@ -35,6 +37,26 @@ void from_value(const Config& c, std::int64_t& v) { v = c.as_int(); }
 void from_value(const Config& c, float& v) { v = static_cast<float>(c.as_double()); }
 void from_value(const Config& c, double& v) { v = c.as_double(); }
 void from_value(const Config& c, std::string& v) { v = c.is_null() ? std::string() : c.as_string(); }
+
+void from_value(const Config& c, Size1& v) {
+  if (!c.is_list()) {
+    v = Size1(static_cast<int>(c.as_int()));
+    return;
+  }
+  const auto& l = c.as_list();
+  if (l.size() != 1) throw ConfigError("expected an int or a list of 1 int, got " + c.to_json());
+  v = Size1(static_cast<int>(l[0].as_int()));
+}
+
+void from_value(const Config& c, Padding1D& v) {
+  if (!c.is_list()) {
+    v = Padding1D(static_cast<int>(c.as_int()));
+    return;
+  }
+  const auto& l = c.as_list();
+  if (l.size() != 2) throw ConfigError("expected an int or a list of 2 ints (start, end), got " + c.to_json());
+  v = Padding1D(static_cast<int>(l[0].as_int()), static_cast<int>(l[1].as_int()));
+}
 
 void from_value(const Config& c, Size2& v) {
   if (c.is_list()) {

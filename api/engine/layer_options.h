@@ -33,6 +33,23 @@ struct Size2 {
   bool operator==(const Size2&) const = default;
 };
 
+// A size along one axis (the 1-D layers' kernel_size, strides, pool_size, dilation_rate): `3` or Keras' `(3,)`.
+struct Size1 {
+  int value = 1;
+  Size1() = default;
+  Size1(int v) : value(v) {}
+  bool operator==(const Size1&) const = default;
+};
+
+// Padding or cropping of one axis (the 1-D layers'): `1` is 1 at each end, {1, 2} is 1 at the start, 2 at the end.
+struct Padding1D {
+  int left = 0, right = 0;
+  Padding1D() = default;
+  Padding1D(int v) : left(v), right(v) {}
+  Padding1D(int l, int r) : left(l), right(r) {}
+  bool operator==(const Padding1D&) const = default;
+};
+
 // Spatial padding or cropping amounts: `1` is 1 on every side, {1, 2} is 1 top/bottom and 2 left/right,
 // {{t, b}, {l, r}} is each side.
 struct Padding2D {
@@ -52,7 +69,9 @@ Config to_value(std::int64_t v);
 Config to_value(float v);
 Config to_value(double v);
 Config to_value(const std::string& v);
+Config to_value(const Size1& v);
 Config to_value(const Size2& v);
+Config to_value(const Padding1D& v);
 Config to_value(const Padding2D& v);
 Config to_value(const std::vector<int>& v);
 Config to_value(const std::vector<std::int64_t>& v);
@@ -70,7 +89,9 @@ void from_value(const Config& c, std::int64_t& v);
 void from_value(const Config& c, float& v);
 void from_value(const Config& c, double& v);
 void from_value(const Config& c, std::string& v);
+void from_value(const Config& c, Size1& v);
 void from_value(const Config& c, Size2& v);
+void from_value(const Config& c, Padding1D& v);
 void from_value(const Config& c, Padding2D& v);
 void from_value(const Config& c, std::vector<int>& v);
 void from_value(const Config& c, std::vector<std::int64_t>& v);

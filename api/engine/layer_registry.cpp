@@ -13,4 +13,8 @@ std::vector<std::string> registered_layer_types() { return layer_registry().clas
 
 LayerPtr layer_from_config(const Config& serialized) { return layer_registry().from_config(serialized); }
 
+Config to_value(const LayerPtr& layer) { return layer ? layer->serialize() : Config(); }
+
+void from_value(const Config& c, LayerPtr& layer) { layer = c.is_null() ? nullptr : layer_from_config(c); }
+
 }  // namespace tower

@@ -23,6 +23,12 @@ LayerPtr layer_from_config(const Config& serialized);
 // The class names layer_from_config knows.
 std::vector<std::string> registered_layer_types();
 
+// A layer-valued option (a wrapper's inner layer: TimeDistributed's `layer`) reads and writes as Keras' serialized
+// layer {"class_name", "config"}; options_to_config / options_from_config find these by argument-dependent lookup.
+// A null layer writes null; reading null gives null.
+Config to_value(const LayerPtr& layer);
+void from_value(const Config& c, LayerPtr& layer);
+
 namespace detail {
 template <class Impl>
 LayerPtr make_from_config(const Config& config, const std::string& type) {

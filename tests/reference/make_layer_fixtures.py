@@ -238,6 +238,70 @@ CASES = [
     case("LayerNormalization_rms_scaling", "LayerNormalization", {"rms_scaling": True}, [(2, 3, 4)]),
     case("LayerNormalization_epsilon", "LayerNormalization", {"epsilon": 0.1, "axis": -2}, [(2, 3, 4)],
          low=-0.3, high=0.3),
+    # 1-D layers
+    case("Conv1D_valid", "Conv1D", {"filters": 3, "kernel_size": 3}, [(2, 7, 2)]),
+    case("Conv1D_same", "Conv1D", {"filters": 2, "kernel_size": 4, "padding": "same"}, [(2, 6, 3)]),
+    case("Conv1D_causal", "Conv1D", {"filters": 2, "kernel_size": 3, "padding": "causal"}, [(2, 6, 2)]),
+    case("Conv1D_causal_dilation2", "Conv1D",
+         {"filters": 3, "kernel_size": 2, "padding": "causal", "dilation_rate": 2}, [(2, 7, 2)]),
+    case("Conv1D_causal_strides2", "Conv1D", {"filters": 2, "kernel_size": 3, "padding": "causal", "strides": 2},
+         [(2, 7, 2)]),
+    case("Conv1D_dilation2_same", "Conv1D", {"filters": 2, "kernel_size": 3, "dilation_rate": [2], "padding": "same"},
+         [(2, 6, 2)]),
+    case("Conv1D_strides2_same", "Conv1D", {"filters": 2, "kernel_size": [3], "strides": 2, "padding": "same"},
+         [(2, 8, 3)]),
+    case("Conv1D_strides3_valid", "Conv1D", {"filters": 2, "kernel_size": 2, "strides": 3}, [(2, 8, 2)]),
+    case("Conv1D_groups2_relu", "Conv1D",
+         {"filters": 4, "kernel_size": 3, "groups": 2, "padding": "same", "activation": "relu"}, [(2, 5, 4)],
+         inputs="grid"),
+    case("Conv1D_no_bias_tanh", "Conv1D", {"filters": 3, "kernel_size": 1, "use_bias": False, "activation": "tanh"},
+         [(2, 4, 3)]),
+    case("SeparableConv1D_valid", "SeparableConv1D", {"filters": 3, "kernel_size": 3}, [(2, 6, 2)]),
+    case("SeparableConv1D_same_mult2", "SeparableConv1D",
+         {"filters": 2, "kernel_size": 3, "padding": "same", "depth_multiplier": 2}, [(2, 5, 3)]),
+    case("SeparableConv1D_strides2_no_bias", "SeparableConv1D",
+         {"filters": 4, "kernel_size": 2, "strides": 2, "use_bias": False}, [(2, 7, 2)]),
+    case("SeparableConv1D_dilation2_same_sigmoid", "SeparableConv1D",
+         {"filters": 2, "kernel_size": 3, "dilation_rate": 2, "padding": "same", "activation": "sigmoid"},
+         [(2, 6, 2)]),
+    case("MaxPooling1D_valid", "MaxPooling1D", {}, [(2, 7, 3)], inputs="grid"),
+    case("MaxPooling1D_same_pool3_strides2", "MaxPooling1D", {"pool_size": 3, "strides": 2, "padding": "same"},
+         [(2, 6, 2)], inputs="grid"),
+    case("MaxPooling1D_pool3_strides1", "MaxPooling1D", {"pool_size": [3], "strides": 1}, [(2, 5, 2)],
+         inputs="grid"),
+    case("AveragePooling1D_valid", "AveragePooling1D", {"pool_size": 2}, [(2, 7, 3)]),
+    case("AveragePooling1D_same_pool3_strides2", "AveragePooling1D",
+         {"pool_size": 3, "strides": 2, "padding": "same"}, [(2, 6, 2)]),
+    case("AveragePooling1D_same_strides1", "AveragePooling1D", {"pool_size": 2, "strides": 1, "padding": "same"},
+         [(2, 5, 2)]),
+    case("GlobalAveragePooling1D", "GlobalAveragePooling1D", {}, [(2, 5, 3)]),
+    case("GlobalAveragePooling1D_keepdims", "GlobalAveragePooling1D", {"keepdims": True}, [(2, 5, 3)]),
+    case("GlobalMaxPooling1D", "GlobalMaxPooling1D", {}, [(2, 5, 3)], inputs="grid"),
+    case("GlobalMaxPooling1D_keepdims", "GlobalMaxPooling1D", {"keepdims": True}, [(2, 5, 3)], inputs="grid"),
+    case("UpSampling1D_default", "UpSampling1D", {}, [(2, 3, 2)]),
+    case("UpSampling1D_size3", "UpSampling1D", {"size": 3}, [(2, 2, 3)]),
+    case("ZeroPadding1D_int", "ZeroPadding1D", {"padding": 2}, [(2, 3, 2)]),
+    case("ZeroPadding1D_pair", "ZeroPadding1D", {"padding": [1, 3]}, [(2, 3, 2)]),
+    case("ZeroPadding1D_channels_first", "ZeroPadding1D", {"padding": [2, 1], "data_format": "channels_first"},
+         [(2, 3, 4)]),
+    case("Cropping1D_default", "Cropping1D", {}, [(2, 5, 2)]),
+    case("Cropping1D_pair", "Cropping1D", {"cropping": [2, 0]}, [(2, 5, 3)]),
+    case("RepeatVector", "RepeatVector", {"n": 3}, [(2, 4)]),
+    case("GroupNormalization_groups2", "GroupNormalization", {"groups": 2}, [(2, 5, 4)]),
+    case("GroupNormalization_rank4_groups3", "GroupNormalization", {"groups": 3, "epsilon": 0.01}, [(2, 3, 2, 6)]),
+    case("GroupNormalization_instance", "GroupNormalization", {"groups": -1, "center": False}, [(2, 4, 3)]),
+    case("GroupNormalization_axis1_no_scale", "GroupNormalization", {"groups": 2, "axis": 1, "scale": False},
+         [(2, 4, 3)]),
+    case("UnitNormalization_last", "UnitNormalization", {}, [(2, 3, 4)]),
+    case("UnitNormalization_axes_1_2", "UnitNormalization", {"axis": [1, 2]}, [(2, 3, 2, 2)]),
+    case("TimeDistributed_Dense", "TimeDistributed", {"layer": {"class_name": "Dense", "config": {"units": 3}}},
+         [(2, 4, 5)]),
+    case("TimeDistributed_Conv2D", "TimeDistributed",
+         {"layer": {"class_name": "Conv2D", "config": {"filters": 2, "kernel_size": 2, "activation": "relu"}}},
+         [(2, 3, 4, 4, 2)], inputs="grid"),
+    case("TimeDistributed_Conv1D_causal", "TimeDistributed",
+         {"layer": {"class_name": "Conv1D", "config": {"filters": 2, "kernel_size": 2, "padding": "causal"}}},
+         [(2, 2, 5, 3)]),
     # Rescaling
     case("Rescaling_to_unit", "Rescaling", {"scale": 1.0 / 127.5, "offset": -1.0}, [(2, 3, 3, 2)], low=0.0,
          high=255.0),
@@ -330,16 +394,19 @@ def draw_input(c, shape, index):
     return rng.permutation(grid).reshape(shape)
 
 
-def weight_name(v):
+def weight_name(v, class_name):
     # Keras 3 variable names carry no layer prefix; Keras 2 style paths are stripped just in case. A weight of a
-    # sublayer (MultiHeadAttention's "multi_head_attention/query/kernel") keeps the sublayer: "query/kernel". A
-    # recurrent layer's cell holds the layer's own weights ("lstm/lstm_cell/kernel"), named as the layer's in Tower.
+    # Keras sublayer (MultiHeadAttention's "multi_head_attention/query/kernel") keeps the sublayer: "query/kernel".
+    # A recurrent layer's cell and a wrapper's layer (TimeDistributed's "time_distributed/dense/kernel") hold the
+    # layer's own weights, named as the layer's in Tower: "kernel".
     parts = v.path.split("/")
-    if len(parts) > 2 and parts[1].endswith("_cell"):
-        return parts[-1]
-    if len(parts) > 2:
+    if len(parts) > 2 and class_name in SUBLAYER_WEIGHTS:
         return "/".join(parts[1:])
     return v.name.split("/")[-1].split(":")[0]
+
+
+# The layers whose weights Tower names "<sublayer>/<weight>", as Keras' sublayers hold them.
+SUBLAYER_WEIGHTS = ("MultiHeadAttention",)
 
 
 def call_layer(c, layer, xs, **kwargs):
@@ -368,7 +435,11 @@ def tower_config(c):
 def make_case(c):
     keras.utils.clear_session()
     cls = getattr(keras.layers, c["class_name"])
-    layer = cls(**c["config"])
+    kwargs = dict(c["config"])
+    if isinstance(kwargs.get("layer"), dict):  # a wrapper's layer (TimeDistributed), in Keras' serialized form
+        inner = kwargs["layer"]
+        kwargs["layer"] = getattr(keras.layers, inner["class_name"])(**inner["config"])
+    layer = cls(**kwargs)
     shapes = c["input_shapes"]
     dtype = "int32" if c["inputs"] == "ids" else "float32"
     sym = [keras.Input(shape=s[1:], batch_size=None, dtype=dtype) for s in shapes]
@@ -377,13 +448,13 @@ def make_case(c):
     # Deterministic weights.
     wrng = np.random.default_rng(seed_of(c["name"], "weights"))
     for v in layer.weights:
-        n = weight_name(v)
+        n = weight_name(v, c["class_name"])
         if n in ("gamma", "moving_variance"):
             val = wrng.uniform(0.5, 1.5, size=v.shape)
         else:
             val = wrng.uniform(-0.5, 0.5, size=v.shape)
         v.assign(val.astype(np.float32))
-    weights_before = [tensor_json(v.numpy(), weight_name(v)) for v in layer.weights]
+    weights_before = [tensor_json(v.numpy(), weight_name(v, c["class_name"])) for v in layer.weights]
 
     xs = [tf.constant(draw_input(c, s, i)) for i, s in enumerate(shapes)]
     with tf.GradientTape(persistent=True) as tape:
@@ -417,10 +488,10 @@ def make_case(c):
         "upstream": [tensor_json(r) for r in rs],
         "outputs": [tensor_json(o.numpy()) for o in outs],
         "input_grads": [tensor_json(as_np(g, x)) for g, x in zip(in_grads, xs)],
-        "weight_grads": [tensor_json(as_np(g, v), weight_name(v)) for g, v in zip(w_grads, tw)],
+        "weight_grads": [tensor_json(as_np(g, v), weight_name(v, c["class_name"])) for g, v in zip(w_grads, tw)],
     }
     if c["class_name"] == "BatchNormalization" and c["training"]:
-        doc["weights_after"] = [tensor_json(v.numpy(), weight_name(v)) for v in layer.weights]
+        doc["weights_after"] = [tensor_json(v.numpy(), weight_name(v, c["class_name"])) for v in layer.weights]
     return doc
 
 
