@@ -22,6 +22,7 @@
 #include "api/backend/math/elementwise.h"
 #include "api/backend/math/global_pool.h"
 #include "api/backend/math/lrn.h"
+#include "api/backend/math/recurrent.h"
 #include "api/backend/math/reductions.h"
 #include "api/backend/math/softmax.h"
 #include "api/backend/math/sync_batch_norm.h"
@@ -616,3 +617,28 @@ TEST(MathFunctors, BatchNormFactorsMatchTheCpuBatchNormOp) {
 
 }  // namespace
 }  // namespace tower::backend
+
+namespace tower {
+namespace {
+
+// The recurrences' exp, sigmoid and tanh (math/recurrent.h, written without library calls so they vectorise) against
+// the C library's in double, over the whole range a float argument takes.
+TEST(MathFunctors, TheRecurrencesExpSigmoidAndTanhMatchTheLibrarys) {
+  double worst_exp = 0, worst_tanh = 0, worst_sigmoid = 0;
+  for (int k = -870000; k <= 880000; ++k) {
+    const float x = static_cast<float>(k) * 1e-4f;
+    const double e = std::exp(static_cast<double>(x));
+    worst_exp = std::max(worst_exp, std::fabs(backend::math::recurrent_exp(x) - e) / e);
+    worst_tanh = std::max(worst_tanh, std::fabs(backend::math::recurrent_tanh(x) - std::tanh(static_cast<double>(x))));
+    worst_sigmoid = std::max(worst_sigmoid, std::fabs(backend::math::recurrent_sigmoid(x) - 1 / (1 + std::exp(-double(x)))));
+  }
+  EXPECT_LT(worst_exp, 3e-7);  // 2.5 float ulps
+  EXPECT_LT(worst_tanh, 2e-7);
+  EXPECT_LT(worst_sigmoid, 2e-7);
+  EXPECT_EQ(backend::math::recurrent_tanh(0.f), 0.f);
+  EXPECT_EQ(backend::math::recurrent_tanh(-30.f), -1.f);
+  EXPECT_LT(backend::math::recurrent_sigmoid(-200.f), 1e-37f);
+}
+
+}  // namespace
+}  // namespace tower

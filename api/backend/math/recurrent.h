@@ -10,6 +10,39 @@
 
 namespace tower::backend::math {
 
+// exp(x) without a library call, so that a loop over a row's units vectorises: Cephes' expf (x = k ln 2 + r with
+// |r| <= ln 2 / 2 in two parts, a degree-5 polynomial for e^r, 2^k from the exponent bits), within 2 float ulps of
+// expf; x is clamped to [-87.3, 88], where e^x and 2^k stay normal floats (sigmoid and tanh saturate long before).
+TOWER_HD float recurrent_exp(float x) {
+  x = x < -87.3f ? -87.3f : (x > 88.f ? 88.f : x);
+  const float k = ::floorf(x * 1.44269504088896341f + 0.5f);
+  float r = x - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.f;
+  const int bits = (static_cast<int>(k) + 127) << 23;
+#if defined(__CUDA_ARCH__)
+  return y * __int_as_float(bits);
+#else
+  return y * __builtin_bit_cast(float, bits);
+#endif
+}
+
+TOWER_HD float recurrent_sigmoid(float x) { return 1.f / (1.f + recurrent_exp(-x)); }
+
+// tanh as (1 - e) / (1 + e) with e = exp(-2|x|), the sign restored: within 1e-7 of tanhf absolutely (the relative
+// error grows as |x| falls below 1e-2, where tanh(x) is about x).
+TOWER_HD float recurrent_tanh(float x) {
+  const float e = recurrent_exp(-2.f * ::fabsf(x));
+  const float t = (1.f - e) / (1.f + e);
+  return x < 0.f ? -t : t;
+}
+
 // gates row: x W + h U of the step, [4 * units] in Keras' order i, f, c, o; overwritten with the activated gates
 // i, f, g, o (what backward reads). bias [4 * units] or null. h and c: the new state.
 struct LstmForwardElement {
@@ -17,7 +50,10 @@ struct LstmForwardElement {
 
   TOWER_HD void operator()(Index i) const {
     const Division d = divide(i, s.units);
-    const Index n = d.quotient, j = d.remainder;
+    at(d.quotient, d.remainder);
+  }
+  // Unit j of example n (the CPU's loops run a row's units as one vectorised loop).
+  TOWER_HD void at(Index n, Index j) const {
     float* z = s.gates + n * s.gates_stride;
     float zi = z[j], zf = z[s.units + j], zg = z[2 * s.units + j], zo = z[3 * s.units + j];
     if (s.bias) {
@@ -26,14 +62,15 @@ struct LstmForwardElement {
       zg += s.bias[2 * s.units + j];
       zo += s.bias[3 * s.units + j];
     }
-    const float ig = sigmoid(zi), fg = sigmoid(zf), gg = ::tanhf(zg), og = sigmoid(zo);
+    const float ig = recurrent_sigmoid(zi), fg = recurrent_sigmoid(zf), gg = recurrent_tanh(zg);
+    const float og = recurrent_sigmoid(zo);
     const float cn = fg * s.c_prev[n * s.c_prev_stride + j] + ig * gg;
     z[j] = ig;
     z[s.units + j] = fg;
     z[2 * s.units + j] = gg;
     z[3 * s.units + j] = og;
     s.c[n * s.c_stride + j] = cn;
-    s.h[n * s.h_stride + j] = og * ::tanhf(cn);
+    s.h[n * s.h_stride + j] = og * recurrent_tanh(cn);
   }
 };
 
@@ -46,13 +83,17 @@ struct LstmBackwardElement {
 
   TOWER_HD void operator()(Index i) const {
     const Division d = divide(i, s.units);
-    const Index n = d.quotient, j = d.remainder;
+    at(d.quotient, d.remainder);
+  }
+  // Unit j of example n (the CPU's loops run a row's units as one vectorised loop).
+  TOWER_HD void at(Index n, Index j) const {
+    const Index i = n * s.units + j;
     const float* z = s.gates + n * s.gates_stride;
     const float ig = z[j], fg = z[s.units + j], gg = z[2 * s.units + j], og = z[3 * s.units + j];
     float gh = s.dh_next[i], gc = s.dc_next[i];
     if (s.dh) gh += s.dh[n * s.dh_stride + j];
     if (s.dc) gc += s.dc[n * s.dc_stride + j];
-    const float tc = ::tanhf(s.c[n * s.c_stride + j]);
+    const float tc = recurrent_tanh(s.c[n * s.c_stride + j]);
     const float go = gh * tc;
     gc += gh * og * (1.f - tc * tc);
     const float gi = gc * gg, gg_ = gc * ig, gf = gc * s.c_prev[n * s.c_prev_stride + j];
@@ -74,7 +115,10 @@ struct GruForwardElement {
 
   TOWER_HD void operator()(Index i) const {
     const Division d = divide(i, s.units);
-    const Index n = d.quotient, j = d.remainder;
+    at(d.quotient, d.remainder);
+  }
+  // Unit j of example n (the CPU's loops run a row's units as one vectorised loop).
+  TOWER_HD void at(Index n, Index j) const {
     float* xs = s.x + n * s.x_stride;
     float* rs = s.rec + n * s.rec_stride;
     float xz = xs[j], xr = xs[s.units + j], xh = xs[2 * s.units + j];
@@ -89,7 +133,8 @@ struct GruForwardElement {
       rr += brec[s.units + j];
       rh += brec[2 * s.units + j];
     }
-    const float zg = sigmoid(xz + rz), rg = sigmoid(xr + rr), hh = ::tanhf(xh + rg * rh);
+    const float zg = recurrent_sigmoid(xz + rz), rg = recurrent_sigmoid(xr + rr);
+    const float hh = recurrent_tanh(xh + rg * rh);
     const float hp = s.h_prev[n * s.h_prev_stride + j];
     xs[j] = zg;
     xs[s.units + j] = rg;
@@ -108,7 +153,11 @@ struct GruBackwardElement {
 
   TOWER_HD void operator()(Index i) const {
     const Division d = divide(i, s.units);
-    const Index n = d.quotient, j = d.remainder;
+    at(d.quotient, d.remainder);
+  }
+  // Unit j of example n (the CPU's loops run a row's units as one vectorised loop).
+  TOWER_HD void at(Index n, Index j) const {
+    const Index i = n * s.units + j;
     const float* xs = s.x + n * s.x_stride;
     const float zg = xs[j], rg = xs[s.units + j], hh = xs[2 * s.units + j];
     const float rh = s.rec[n * s.rec_stride + 2 * s.units + j];
