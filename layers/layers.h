@@ -9,6 +9,7 @@
 #include "layers/average_pooling1d.h"
 #include "layers/average_pooling2d.h"
 #include "layers/batch_normalization.h"
+#include "layers/bidirectional.h"
 #include "layers/concatenate.h"
 #include "layers/conv1d.h"
 #include "layers/conv2d.h"

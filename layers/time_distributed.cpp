@@ -75,6 +75,12 @@ void TimeDistributedImpl::set_trainable(bool trainable) {
   options_.layer->set_trainable(trainable);
 }
 
+std::vector<KerasWeightGroup> TimeDistributedImpl::keras_weight_groups() const {
+  std::vector<KerasWeightGroup> groups{{"", name(), {}}};
+  for (KerasWeightGroup& g : keras_weight_groups_below("layer", *options_.layer)) groups.push_back(std::move(g));
+  return groups;
+}
+
 TOWER_REGISTER_LAYER(TimeDistributedImpl, "TimeDistributed");
 
 }  // namespace tower::layers

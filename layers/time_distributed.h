@@ -50,6 +50,8 @@ class TimeDistributedImpl final : public Layer {
   std::vector<VariablePtr> non_trainable_weights() const override;
   void set_trainable(bool trainable) override;
   Config get_config() const override { return options_to_config(options_); }
+  // Keras keeps the wrapped layer's variables in the group "layer".
+  std::vector<KerasWeightGroup> keras_weight_groups() const override;
 
  private:
   Options options_;

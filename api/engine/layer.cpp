@@ -1,5 +1,6 @@
 #include "api/engine/layer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -112,6 +113,38 @@ Config Layer::serialize() const {
   c.set("class_name", type_);
   c.set("config", cfg);
   return c;
+}
+
+std::vector<KerasWeightGroup> Layer::keras_weight_groups() const {
+  // Keras' Layer.save_own_variables order: variables created trainable, then the others, each in creation order.
+  std::vector<VariablePtr> ordered;
+  for (const VariablePtr& v : weights())
+    if (v->trainable) ordered.push_back(v);
+  for (const VariablePtr& v : weights())
+    if (!v->trainable) ordered.push_back(v);
+  const std::string own = keras_variables_group();
+  std::vector<KerasWeightGroup> groups{{"", name(), {}}};
+  if (!own.empty()) groups.push_back({own, to_snake_case(type()) + "_" + own, {}});
+  for (const VariablePtr& v : ordered) {
+    const auto slash = v->name.rfind('/');
+    KerasWeightGroup* group = &groups.back();
+    if (slash == std::string::npos) {
+      group = own.empty() ? &groups.front() : &groups[1];
+    } else {
+      const std::string sublayer = v->name.substr(0, slash), path = keras_sublayer_group(sublayer);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const KerasWeightGroup& g) { return g.path == path; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {path, sublayer, {}});
+      group = &*it;
+    }
+    group->variables.push_back(v);
+  }
+  return groups;
+}
+
+std::vector<KerasWeightGroup> keras_weight_groups_below(const std::string& path, const Layer& inner) {
+  std::vector<KerasWeightGroup> groups = inner.keras_weight_groups();
+  for (KerasWeightGroup& g : groups) g.path = g.path.empty() ? path : path + "/" + g.path;
+  return groups;
 }
 
 std::vector<VariablePtr> Layer::trainable_weights() const {

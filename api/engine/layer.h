@@ -40,6 +40,15 @@ struct Variable {
 };
 using VariablePtr = std::shared_ptr<Variable>;
 
+// One group of a Keras .weights.h5 file below a layer's group (Layer::keras_weight_groups): `path` ("" for the
+// layer's group itself, "cell", "forward_layer/cell"), the "name" attribute of its "vars" group, and the variables
+// that group holds as datasets 0, 1, ... (none: Keras writes the group empty).
+struct KerasWeightGroup {
+  std::string path;
+  std::string name;
+  std::vector<VariablePtr> variables;
+};
+
 // Thrown when shapes do not fit a layer; the message names the layer and the shapes.
 class ShapeError : public std::invalid_argument {
  public:
@@ -133,11 +142,14 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // A layer made of other layers (a model) returns its graph, which a plan inlines; other layers return null.
   virtual const Graph* graph() const { return nullptr; }
 
-  // Where Keras' .weights.h5 files keep this layer's variables below the layer's own group. A weight named
-  // "<sublayer>/<name>" (MultiHeadAttention's "query/kernel") belongs to a Keras sublayer, whose group
-  // keras_sublayer_group names (default: the sublayer's name). The other weights are in keras_variables_group(): ""
-  // (the layer's own "vars"), or the group of the sublayer that owns them in Keras ("cell" for the recurrent layers,
-  // whose cell holds their weights).
+  // Where Keras' .weights.h5 files keep this layer's variables: groups below the layer's own group, each with a
+  // "vars" group holding its variables as datasets 0, 1, ... (KerasWeightGroup). The default: a weight named
+  // "<sublayer>/<name>" (MultiHeadAttention's "query/kernel") in the group keras_sublayer_group(sublayer) (default:
+  // the sublayer's name), named after the sublayer; the others in keras_variables_group(): "" (the layer's own "vars"),
+  // or the group of the sublayer that owns them in Keras ("cell" for the recurrent layers, named "<class>_cell"),
+  // beside an empty "vars" of the layer's own. Variables in Keras' order: trainable ones, then the others, each in
+  // creation order. Wrappers (TimeDistributed, Bidirectional) put their layers' groups below their own.
+  virtual std::vector<KerasWeightGroup> keras_weight_groups() const;
   virtual std::string keras_variables_group() const { return ""; }
   virtual std::string keras_sublayer_group(const std::string& sublayer) const { return sublayer; }
 
@@ -179,6 +191,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
 };
 
 using LayerPtr = std::shared_ptr<Layer>;
+
+// `inner`'s Keras weight groups below `path` of a wrapper's group (TimeDistributed's "layer", Bidirectional's
+// "forward_layer"): the paths prefixed, the names and variables as they are.
+std::vector<KerasWeightGroup> keras_weight_groups_below(const std::string& path, const Layer& inner);
 
 // Returns a name unique in this process for a layer of this Keras type: "Conv2D" -> conv2d, conv2d_1, ...
 std::string unique_layer_name(const std::string& type);

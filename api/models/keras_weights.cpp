@@ -21,16 +21,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 std::string prefix(const std::string& path) { return "Keras weights file '" + path + "': "; }
 
-// Keras' Layer.save_own_variables order: variables created trainable, then the others, each in creation order.
-std::vector<VariablePtr> keras3_order(const Layer& layer) {
-  std::vector<VariablePtr> out;
-  for (const VariablePtr& v : layer.weights())
-    if (v->trainable) out.push_back(v);
-  for (const VariablePtr& v : layer.weights())
-    if (!v->trainable) out.push_back(v);
-  return out;
-}
-
 // The legacy format's order: layer.trainable_weights + layer.non_trainable_weights.
 std::vector<VariablePtr> legacy_order(const Layer& layer) {
   std::vector<VariablePtr> out = layer.trainable_weights();
@@ -51,26 +41,6 @@ std::string layer_list(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
   return s.empty() ? "none" : s;
-}
-
-// A layer made of Keras sublayers names its weights "<sublayer>/<weight>" (MultiHeadAttention's "query/kernel"),
-// as Keras' variable paths do; the layer's own weights have no "/". Keras saves each sublayer in the group
-// Layer::keras_sublayer_group names (MultiHeadAttention's "query" in query_dense).
-std::string sublayer_of(const VariablePtr& v) {
-  const auto slash = v->name.rfind('/');
-  return slash == std::string::npos ? std::string() : v->name.substr(0, slash);
-}
-
-// The layer's weights by sublayer ("" first: its own), each in Keras' save order, sublayers in creation order.
-std::vector<std::pair<std::string, std::vector<VariablePtr>>> by_sublayer(const Layer& layer) {
-  std::vector<std::pair<std::string, std::vector<VariablePtr>>> out{{"", {}}};
-  for (const VariablePtr& v : keras3_order(layer)) {
-    const std::string sub = sublayer_of(v);
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == sub; });
-    if (it == out.end()) it = out.insert(out.end(), {sub, {}});
-    it->second.push_back(v);
-  }
-  return out;
 }
 
 // Weights read and checked, assigned only once the whole file has been checked.
@@ -107,19 +77,10 @@ void write_keras3(const ModelImpl& model, Hdf5WriteGroup group) {
       write_keras3(*nested, group.create_group(child));
       continue;
     }
-    for (const auto& [sub, ws] : by_sublayer(*layer)) {
-      const std::string own = sub.empty() ? layer->keras_variables_group() : std::string();
-      if (!own.empty()) group.create_group(child + "/vars").set_string_attribute("name", layer->name());
-      const std::string at = !sub.empty() ? child + "/" + layer->keras_sublayer_group(sub)
-                             : own.empty() ? child
-                                           : child + "/" + own;
-      Hdf5WriteGroup vars = group.create_group(at + "/vars");
-      // Keras names a sublayer by its attribute ("query"), a recurrent layer's cell "<layer class>_cell".
-      const std::string name = !sub.empty()  ? sub
-                               : own.empty() ? layer->name()
-                                             : to_snake_case(layer->type()) + "_" + own;
-      vars.set_string_attribute("name", name);
-      for (std::size_t i = 0; i < ws.size(); ++i) vars.write_dataset(std::to_string(i), ws[i]->value);
+    for (const KerasWeightGroup& g : layer->keras_weight_groups()) {
+      Hdf5WriteGroup vars = group.create_group(child + (g.path.empty() ? "" : "/" + g.path) + "/vars");
+      vars.set_string_attribute("name", g.name);
+      for (std::size_t i = 0; i < g.variables.size(); ++i) vars.write_dataset(std::to_string(i), g.variables[i]->value);
     }
   }
 }
@@ -135,8 +96,9 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
   for (const LayerPtr& layer : model.layers()) {
     const std::string child = unique_group_name(layer->type(), used);
     const ModelImpl* nested = as_model(layer);
-    const std::vector<VariablePtr> vars = keras3_order(*layer);
-    if (vars.empty()) continue;
+    const std::vector<KerasWeightGroup> groups = layer->keras_weight_groups();
+    if (std::none_of(groups.begin(), groups.end(), [](const KerasWeightGroup& g) { return !g.variables.empty(); }))
+      continue;
     if (!layers.has_group(child))
       throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
                                   ") is not in the file (no group '" + layers.path() + "/" + child +
@@ -147,25 +109,16 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
       continue;
     }
     const Hdf5Group layer_group = layers.group(child);
-    for (const auto& [sub, sub_vars] : by_sublayer(*layer)) {
-      if (sub.empty() && sub_vars.empty()) continue;
+    for (const KerasWeightGroup& group : groups) {
+      if (group.variables.empty()) continue;
       Hdf5Group owner = layer_group;
-      const std::string own = sub.empty() ? layer->keras_variables_group() : std::string();
-      if (!own.empty()) {
-        if (!layer_group.has_group(own))
+      if (!group.path.empty()) {
+        if (!layer_group.has_group(group.path))
           throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                      ") keeps its weights in '" + layer_group.path() + "/" + own +
+                                      ") keeps weights in '" + layer_group.path() + "/" + group.path +
                                       "', which the file does not have; the groups there are: " +
                                       layer_list(layer_group.children()));
-        owner = layer_group.group(own);
-      }
-      if (!sub.empty()) {
-        const std::string name = layer->keras_sublayer_group(sub);
-        if (!layer_group.has_group(name))
-          throw std::invalid_argument(prefix(path) + "layer '" + layer->name() + "' (" + layer->type() +
-                                      "): no group '" + layer_group.path() + "/" + name + "' for its weights '" +
-                                      sub + "/...'; the groups there are: " + layer_list(layer_group.children()));
-        owner = layer_group.group(name);
+        owner = layer_group.group(group.path);
       }
       // A layer group without vars holds no weights; stage() reports the count mismatch.
       const Hdf5Group g = owner.has_group("vars") ? owner.group("vars") : owner;
@@ -176,7 +129,7 @@ void read_keras3(const std::string& path, const ModelImpl& model, const Hdf5Grou
       if (all != datasets.size())
         throw std::runtime_error(prefix(path) + "'" + g.path() + "' holds datasets not named 0, 1, ...: " +
                                  layer_list(g.children()));
-      stage(path, *layer, sub_vars, g, datasets, staged);
+      stage(path, *layer, group.variables, g, datasets, staged);
     }
   }
 }

@@ -110,7 +110,20 @@ Model recurrent() {
   return Model(x, layers::Dense({.units = 2, .name = "head"})(y), "recurrent");
 }
 
+// The fixture script's wrappers(): TimeDistributed and Bidirectional, whose layers' weights Keras files keep below
+// the wrapper's group.
+Model wrappers() {
+  SymbolicTensor x = Input({5, 3}, "sequence");
+  SymbolicTensor y = layers::TimeDistributed({.layer = layers::Dense({.units = 4, .name = "step_dense"}),
+                                              .name = "per_step"})(x);
+  y = layers::Bidirectional({.layer = layers::LSTM({.units = 3, .return_sequences = true, .name = "lstm"}),
+                             .name = "bi_lstm"})(y);
+  y = layers::Bidirectional({.layer = layers::GRU({.units = 2, .name = "gru"}), .merge_mode = "sum", .name = "bi_gru"})(y);
+  return Model(x, layers::Dense({.units = 2, .name = "head"})(y), "wrappers");
+}
+
 Model fixture_model(const std::string& name) {
+  if (name == "wrappers") return wrappers();
   if (name == "recurrent") return recurrent();
   if (name == "nested") return nested();
   if (name == "resnet") return resnet();
@@ -154,7 +167,7 @@ TEST(KerasWeights, FormatIsChosenByTheFileName) {
 
 TEST(KerasWeights, KerasLayerOrderIsTowers) {
   // Keras 3 files address layers by class and position in model.layers; Tower writes them the same way.
-  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent", "wrappers"}) {
     SCOPED_TRACE(name);
     const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
     const Model m = fixture_model(name);
@@ -214,13 +227,15 @@ TEST(KerasWeights, LoadsBranchedModelsLikeKeras) {
   for (const char* file : {"branched.weights.h5", "branched.h5"}) expect_outputs_like_keras(branched(), "branched", file);
 }
 
-TEST(KerasWeights, LoadsRecurrentLayersFromTheirCellsGroups) {
-  const testing::KerasOutputsFixture f = testing::read_keras_outputs("recurrent");
-  for (const char* file : {"recurrent.weights.h5", "recurrent.h5"}) {
-    SCOPED_TRACE(file);
-    Model m = recurrent();
-    m.load_weights(keras_weights_fixture(file));
-    testing::expect_near(m.predict(f.inputs), f.outputs, testing::kKerasAtol, testing::kKerasRtol, "recurrent outputs");
+TEST(KerasWeights, LoadsRecurrentLayersAndWrappersFromTheirLayersGroups) {
+  for (const std::string name : {"recurrent", "wrappers"}) {
+    const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
+    for (const std::string file : {name + ".weights.h5", name + ".h5"}) {
+      SCOPED_TRACE(file);
+      Model m = fixture_model(name);
+      m.load_weights(keras_weights_fixture(file));
+      testing::expect_near(m.predict(f.inputs), f.outputs, testing::kKerasAtol, testing::kKerasRtol, name + " outputs");
+    }
   }
 }
 
@@ -263,7 +278,7 @@ void list_tree(const io::Hdf5Group& g, std::map<std::string, std::string>& out) 
 
 TEST(KerasWeights, WritesKerasOwnGroupLayout) {
   // Every group, dataset shape and name attribute, as Keras writes them for the same model.
-  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent", "wrappers"}) {
     SCOPED_TRACE(name);
     const fs::path p = temp_dir() / (name + "_layout.weights.h5");
     fixture_model(name).save_weights(p.string());
@@ -278,6 +293,10 @@ TEST(KerasWeights, WritesKerasOwnGroupLayout) {
       EXPECT_EQ(tower["/layers/conv2d_2/vars"], "name=shortcut");
     } else if (name == "branched") {
       EXPECT_EQ(tower["/layers/functional/layers/dense_1/vars"], "name=b1");
+    } else if (name == "wrappers") {
+      EXPECT_EQ(tower["/layers/time_distributed/layer/vars"], "name=step_dense");
+      EXPECT_EQ(tower["/layers/bidirectional/backward_layer/cell/vars/1"], "(3, 12)");
+      EXPECT_EQ(tower["/layers/bidirectional_1/forward_layer/vars"], "name=forward_gru");
     } else if (name == "recurrent") {
       EXPECT_EQ(tower["/layers/lstm/cell/vars/1"], "(5, 20)");
       EXPECT_EQ(tower["/layers/gru/cell/vars/2"], "(2, 9)");
@@ -292,7 +311,7 @@ TEST(KerasWeights, WritesFilesForKeras) {
   // With TOWER_KERAS_CHECK_DIR set, make_keras_weights_fixtures.py --check-tower then loads these files into
   // Keras and compares Keras' outputs with Tower's (see the script).
   const std::string dir = testing::keras_check_dir();
-  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent"}) {
+  for (const std::string name : {"convnet", "nested", "resnet", "branched", "recurrent", "wrappers"}) {
     SCOPED_TRACE(name);
     const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
     Model m = fixture_model(name);

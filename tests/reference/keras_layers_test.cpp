@@ -131,6 +131,16 @@ const NamedTensor* find_named(const std::vector<NamedTensor>& list, const std::s
   return nullptr;
 }
 
+// A fixture names a weight as Tower names it ("kernel", MultiHeadAttention's "query/kernel"), or, for a wrapper of
+// several layers (Bidirectional), by its path ("forward_lstm/kernel").
+bool same_weight(const VariablePtr& v, const std::string& name) { return v->name == name || v->path == name; }
+
+const NamedTensor* find_weight(const std::vector<NamedTensor>& list, const VariablePtr& v) {
+  for (const NamedTensor& t : list)
+    if (same_weight(v, t.name)) return &t;
+  return nullptr;
+}
+
 std::string names_of(const std::vector<VariablePtr>& vars) {
   std::string s;
   for (const auto& v : vars) s += (s.empty() ? "" : ", ") + v->name;
@@ -182,11 +192,11 @@ void run_case(const std::string& file) {
   // Weights: the same names and shapes as Keras', none missing, none extra.
   const std::vector<VariablePtr> layer_weights = layer->weights();
   for (const VariablePtr& v : layer_weights)
-    if (!find_named(weights, v->name))
+    if (!find_weight(weights, v))
       ADD_FAILURE() << "Tower weight '" << v->name << "' " << v->value.shape().to_string()
                     << " is not among Keras' weights " << names_of(weights);
   for (const NamedTensor& w : weights) {
-    auto it = std::find_if(layer_weights.begin(), layer_weights.end(), [&](const VariablePtr& v) { return v->name == w.name; });
+    auto it = std::find_if(layer_weights.begin(), layer_weights.end(), [&](const VariablePtr& v) { return same_weight(v, w.name); });
     if (it == layer_weights.end()) {
       ADD_FAILURE() << "Keras weight '" << w.name << "' " << w.value.shape().to_string()
                     << " is missing in Tower's layer, which has " << names_of(layer_weights);
@@ -236,12 +246,12 @@ void run_case(const std::string& file) {
   EXPECT_EQ(trainable.size(), weight_grads.size())
       << "trainable weights: Tower " << names_of(trainable) << ", Keras " << names_of(weight_grads);
   for (std::size_t k = 0; k < trainable.size(); ++k)
-    if (!find_named(weight_grads, trainable[k]->name))
+    if (!find_weight(weight_grads, trainable[k]))
       ADD_FAILURE() << "Tower trainable weight '" << trainable[k]->name << "' is not trainable in Keras "
                     << names_of(weight_grads);
   for (const NamedTensor& wg : weight_grads) {
     std::size_t k = 0;
-    while (k < trainable.size() && trainable[k]->name != wg.name) ++k;
+    while (k < trainable.size() && !same_weight(trainable[k], wg.name)) ++k;
     if (k == trainable.size()) {
       ADD_FAILURE() << "Keras trainable weight '" << wg.name << "' is not trainable in Tower "
                     << names_of(trainable);
@@ -252,7 +262,7 @@ void run_case(const std::string& file) {
 
   // BatchNormalization in training: the moving statistics after one step.
   for (const NamedTensor& w : weights_after) {
-    auto it = std::find_if(layer_weights.begin(), layer_weights.end(), [&](const VariablePtr& v) { return v->name == w.name; });
+    auto it = std::find_if(layer_weights.begin(), layer_weights.end(), [&](const VariablePtr& v) { return same_weight(v, w.name); });
     if (it == layer_weights.end()) {
       ADD_FAILURE() << "weights_after: Keras weight '" << w.name << "' is missing in Tower's layer";
       continue;

@@ -33,6 +33,10 @@ Five models, each built in Keras here and in Tower by the C++ tests with the sam
   recurrent      Input (6, 4) "sequence" -> SimpleRNN "rnn" (4, return_sequences) -> LSTM "lstm" (5,
                  return_sequences) -> GRU "gru" (3) -> Dense "head" (2): the recurrent layers, whose weights Keras 3
                  files keep in their cell's group (layers/lstm/cell/vars/<i>). Weights as convnet's.
+  wrappers       Input (5, 3) "sequence" -> TimeDistributed "per_step" (Dense "step_dense" 4) -> Bidirectional "bi_lstm"
+                 (LSTM 3, return_sequences, concat) -> Bidirectional "bi_gru" (GRU 2, sum) -> Dense "head" (2): the
+                 wrappers, whose layers' weights Keras keeps in layers/time_distributed/layer and
+                 layers/bidirectional/{forward,backward}_layer/cell. Weights as convnet's.
   mobilenet_v2   keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False,
                  pooling="avg", weights=None): Keras' own initialisers under keras.utils.set_random_seed, then
                  every BatchNormalization's statistics and affine parameters randomised as above, so the
@@ -60,6 +64,7 @@ Files in tests/reference/keras_weights/:
   branched.weights.h5, branched.h5, branched.json as convnet's ("inputs" and "outputs" are [batch, features]),
                             with "nested_layers": {"block": Keras' block.layers names, in order}
   recurrent.weights.h5, recurrent.h5, recurrent.json   as convnet's ("inputs" are [batch, steps, features])
+  wrappers.weights.h5, wrappers.h5, wrappers.json      as recurrent's
   mobilenet_v2.weights.h5   model.save_weights
   mobilenet_v2.h5           Keras' legacy writer at the root
   mobilenet_v2.json         as convnet.json (two 96x96x3 images in [-1, 1] on a 1/128 grid; outputs are the
@@ -182,6 +187,15 @@ def recurrent():
     return keras.Model(x, y, name="recurrent")
 
 
+def wrappers():
+    x = keras.Input((5, 3), name="sequence")
+    y = keras.layers.TimeDistributed(keras.layers.Dense(4, name="step_dense"), name="per_step")(x)
+    y = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True, name="lstm"), name="bi_lstm")(y)
+    y = keras.layers.Bidirectional(keras.layers.GRU(2, name="gru"), merge_mode="sum", name="bi_gru")(y)
+    y = keras.layers.Dense(2, name="head")(y)
+    return keras.Model(x, y, name="wrappers")
+
+
 def mobilenet_v2():
     return keras.applications.MobileNetV2(alpha=0.35, input_shape=(96, 96, 3), include_top=False, pooling="avg",
                                           weights=None)
@@ -294,7 +308,7 @@ def strip_name_attributes(source, path):
 
 def make_branched_models():
     for name, build, shape in (("resnet", resnet, (2, 6, 6, 3)), ("branched", branched, (3, 5)),
-                               ("recurrent", recurrent, (3, 6, 4))):
+                               ("recurrent", recurrent, (3, 6, 4)), ("wrappers", wrappers, (3, 5, 3))):
         keras.utils.clear_session()
         keras.utils.set_random_seed(seed_of(name, "init"))
         model = build()
@@ -326,7 +340,7 @@ def check_tower(directory):
     ok = True
     checked = 0
     for name, build in (("convnet", convnet), ("nested", nested), ("resnet", resnet), ("branched", branched),
-                        ("recurrent", recurrent), ("mobilenet_v2", mobilenet_v2)):
+                        ("recurrent", recurrent), ("wrappers", wrappers), ("mobilenet_v2", mobilenet_v2)):
         weights = os.path.join(directory, f"tower_{name}.weights.h5")
         outputs = os.path.join(directory, f"tower_{name}.json")
         if not (os.path.exists(weights) and os.path.exists(outputs)):

@@ -92,6 +92,20 @@ CASES = [
                                            "go_backwards": True}, [(2, 3, 4), (2, 2)], initial_state=True),
     case("GRU_other_activations", "GRU", {"units": 3, "activation": "softsign", "return_sequences": True},
          [(2, 4, 3)]),
+    case("Bidirectional_lstm_concat", "Bidirectional",
+         {"layer": {"class_name": "LSTM", "config": {"units": 3, "return_sequences": True, "name": "lstm"}}},
+         [(2, 4, 3)]),
+    case("Bidirectional_gru_sum_last", "Bidirectional",
+         {"layer": {"class_name": "GRU", "config": {"units": 3, "name": "gru"}}, "merge_mode": "sum"}, [(2, 4, 3)]),
+    case("Bidirectional_lstm_state_none", "Bidirectional",
+         {"layer": {"class_name": "LSTM", "config": {"units": 2, "return_sequences": True, "return_state": True,
+                                                      "name": "lstm"}}, "merge_mode": None}, [(2, 3, 3)]),
+    case("Bidirectional_rnn_ave", "Bidirectional",
+         {"layer": {"class_name": "SimpleRNN", "config": {"units": 3, "return_sequences": True, "name": "rnn"}},
+          "merge_mode": "ave"}, [(2, 4, 2)]),
+    case("Bidirectional_gru_mul_sequences", "Bidirectional",
+         {"layer": {"class_name": "GRU", "config": {"units": 2, "return_sequences": True, "name": "gru"}},
+          "merge_mode": "mul"}, [(2, 3, 3)]),
     case("SimpleRNN_last", "SimpleRNN", {"units": 3}, [(2, 4, 5)]),
     case("SimpleRNN_sequences_softsign", "SimpleRNN", {"units": 4, "activation": "softsign",
                                                        "return_sequences": True}, [(3, 5, 2)]),
@@ -398,8 +412,11 @@ def weight_name(v, class_name):
     # Keras 3 variable names carry no layer prefix; Keras 2 style paths are stripped just in case. A weight of a
     # Keras sublayer (MultiHeadAttention's "multi_head_attention/query/kernel") keeps the sublayer: "query/kernel".
     # A recurrent layer's cell and a wrapper's layer (TimeDistributed's "time_distributed/dense/kernel") hold the
-    # layer's own weights, named as the layer's in Tower: "kernel".
+    # layer's own weights, named as the layer's in Tower: "kernel". Bidirectional's are named by their layer's path:
+    # "forward_lstm/kernel".
     parts = v.path.split("/")
+    if len(parts) > 2 and class_name == "Bidirectional":  # "bidirectional/forward_lstm/lstm_cell/kernel"
+        return parts[1] + "/" + parts[-1]
     if len(parts) > 2 and class_name in SUBLAYER_WEIGHTS:
         return "/".join(parts[1:])
     return v.name.split("/")[-1].split(":")[0]
