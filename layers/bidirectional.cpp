@@ -10,7 +10,8 @@ namespace tower::layers {
 namespace {
 
 // `layer` rebuilt from its config as `name`, with go_backwards flipped when `flip`.
-std::shared_ptr<RecurrentLayer> recreate(const Layer& layer, const std::string& name, bool flip, const std::string& where) {
+std::shared_ptr<RecurrentLayer> recreate(const Layer& layer, const std::string& name, bool flip,
+                                         const std::string& where) {
   const Config serialized = layer.serialize();
   Config config = serialized.at("config");
   config.set("name", name);
@@ -28,7 +29,9 @@ std::shared_ptr<RecurrentLayer> recreate(const Layer& layer, const std::string& 
 bool flag(const Layer& layer, const char* key) { return layer.get_config().at(key).as_bool(); }
 
 // x [N, T, ...] reversed along its time axis.
-Tensor reversed(const Tensor& x) { return ops::strided_slice(x, {0, x.dim(1) - 1}, {x.dim(0), -x.dim(1) - 1}, {1, -1}); }
+Tensor reversed(const Tensor& x) {
+  return ops::strided_slice(x, {0, x.dim(1) - 1}, {x.dim(0), -x.dim(1) - 1}, {1, -1});
+}
 
 }  // namespace
 

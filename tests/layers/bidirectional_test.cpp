@@ -78,26 +78,18 @@ TEST(Bidirectional, ConfigRoundTrips) {
        .backward_layer = layers::GRU({.units = 2, .go_backwards = true, .reset_after = false})}));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Bidirectional, BadArgumentsNameTheLayer) {
-  EXPECT_NE(error_of([] { layers::Bidirectional({.name = "b"}); }).find("Layer 'b' (Bidirectional): layer is required"),
+  EXPECT_NE(testing::error_of([] { layers::Bidirectional({.name = "b"}); })
+                .find("Layer 'b' (Bidirectional): layer is required"),
             std::string::npos);
-  EXPECT_NE(error_of([] { layers::Bidirectional({.layer = layers::Dense({.units = 2}), .name = "d"}); })
+  EXPECT_NE(testing::error_of([] { layers::Bidirectional({.layer = layers::Dense({.units = 2}), .name = "d"}); })
                 .find("wraps a recurrent layer (SimpleRNN, LSTM or GRU)"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(testing::error_of([] {
               layers::Bidirectional({.layer = layers::GRU({.units = 2}), .merge_mode = "max", .name = "m"});
             }).find("merge_mode must be concat, sum, ave, mul or none, got 'max'"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(testing::error_of([] {
               layers::Bidirectional({.layer = layers::GRU({.units = 2}),
                                      .backward_layer = layers::GRU({.units = 2, .return_sequences = true})});
             }).find("differ in return_sequences"),

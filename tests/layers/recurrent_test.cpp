@@ -172,38 +172,29 @@ TEST(Recurrent, ConfigsRoundTrip) {
   testing::check_config_roundtrip(layers::SimpleRNN({.units = 4, .use_bias = false}));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Recurrent, BadArgumentsAndShapesNameTheLayer) {
-  EXPECT_NE(error_of([] { layers::LSTM({.units = 0, .name = "l"}); }).find("Layer 'l' (LSTM): units must be positive"),
+  EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 0, .name = "l"}); }).find("Layer 'l' (LSTM): units must be positive"),
             std::string::npos);
-  EXPECT_NE(error_of([] { layers::GRU({.units = 2, .stateful = true, .name = "g"}); })
+  EXPECT_NE(testing::error_of([] { layers::GRU({.units = 2, .stateful = true, .name = "g"}); })
                 .find("Layer 'g' (GRU): stateful=true is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of([] { layers::LSTM({.units = 2, .dropout = 0.2, .name = "d"}); })
+  EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 2, .dropout = 0.2, .name = "d"}); })
                 .find("Layer 'd' (LSTM): dropout and recurrent_dropout are not supported"),
             std::string::npos);
-  EXPECT_NE(error_of([] { layers::LSTM({.units = 2, .name = "r"})(Input({5})); })
+  EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 2, .name = "r"})(Input({5})); })
                 .find("Layer 'r' (LSTM): expects a sequence [batch, timesteps, features], got shape (None, 5)"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(testing::error_of([] {
               layers::LSTM({.units = 2, .name = "s"})(std::vector<SymbolicTensor>{Input({4, 3}), Input({3})});
             }).find("Layer 's' (LSTM): takes a sequence and optionally 2 initial states, got 2 inputs"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(testing::error_of([] {
               layers::GRU({.units = 2, .name = "h"})(std::vector<SymbolicTensor>{Input({4, 3}), Input({3})});
             }).find("Layer 'h' (GRU): expects initial states [batch, 2], got shape (None, 3)"),
             std::string::npos);
   layers::SimpleRNN built({.units = 2, .name = "b"});
   built(Input({4, 3}));
-  EXPECT_NE(error_of([&] { built(Input({4, 5})); }).find("Layer 'b' (SimpleRNN): was built for 3 features, got input shape (None, 4, 5)"),
+  EXPECT_NE(testing::error_of([&] { built(Input({4, 5})); }).find("Layer 'b' (SimpleRNN): was built for 3 features, got input shape (None, 4, 5)"),
             std::string::npos);
 }
 

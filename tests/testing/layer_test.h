@@ -6,6 +6,8 @@
 //   run_layer        forward through a one-layer model, returning the outputs.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "tower/tower.h"
@@ -37,6 +39,9 @@ void check_gradients(const LayerPtr& layer, const std::vector<Tensor>& inputs, G
 std::vector<Tensor> run_layer(const LayerPtr& layer, const std::vector<Tensor>& inputs, bool training = false);
 
 void check_config_roundtrip(const LayerPtr& layer);
+
+// The message of the std::exception f throws, or "(no exception)".
+std::string error_of(const std::function<void()>& f);
 
 // Element-wise comparison with a message naming the first mismatch.
 void expect_near(const Tensor& actual, const std::vector<float>& expected, float atol = 1e-5f, float rtol = 1e-5f,
