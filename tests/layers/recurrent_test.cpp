@@ -200,3 +200,18 @@ TEST(Recurrent, BadArgumentsAndShapesNameTheLayer) {
 
 }  // namespace
 }  // namespace tower
+
+namespace tower {
+namespace {
+
+// A model built for 5 steps refuses 7, naming the input and both shapes, before any layer runs.
+TEST(Recurrent, ASequenceLongerThanTheModelsInputIsAClearError) {
+  const SymbolicTensor x = Input({5, 3}, "steps");
+  Model model(x, layers::Dense({.units = 2})(layers::LSTM({.units = 4})(x)));
+  const std::string message = testing::error_of([&] { model.predict(testing::random_tensor({2, 7, 3}, 1)); });
+  EXPECT_NE(message.find("(2, 7, 3)"), std::string::npos) << message;
+  EXPECT_NE(message.find("5, 3)"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace tower
