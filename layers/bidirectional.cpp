@@ -26,12 +26,6 @@ std::shared_ptr<RecurrentLayer> recreate(const Layer& layer, const std::string& 
   return recurrent;
 }
 
-bool flag(const Layer& layer, const char* key) { return layer.get_config().at(key).as_bool(); }
-
-// x [N, T, ...] reversed along its time axis.
-Tensor reversed(const Tensor& x) {
-  return ops::strided_slice(x, {0, x.dim(1) - 1}, {x.dim(0), -x.dim(1) - 1}, {1, -1});
-}
 
 }  // namespace
 
@@ -48,9 +42,11 @@ BidirectionalImpl::BidirectionalImpl(Options options)
   forward_ = recreate(*options_.layer, "forward_" + options_.layer->name(), false, where());
   const Layer& back = options_.backward_layer ? *options_.backward_layer : *options_.layer;
   backward_ = recreate(back, "backward_" + back.name(), !options_.backward_layer, where());
-  for (const char* key : {"return_sequences", "return_state"})
-    if (flag(*forward_, key) != flag(*backward_, key))
-      throw std::invalid_argument(where() + "the forward and backward layers differ in " + key);
+  const RecurrentSettings &f = forward_->settings(), &b = backward_->settings();
+  if (f.return_sequences != b.return_sequences)
+    throw std::invalid_argument(where() + "the forward and backward layers differ in return_sequences");
+  if (f.return_state != b.return_state)
+    throw std::invalid_argument(where() + "the forward and backward layers differ in return_state");
   if (forward_->num_states() != backward_->num_states())
     throw std::invalid_argument(where() + "the forward and backward layers have different states (" +
                                 forward_->type() + ", " + backward_->type() + ")");
@@ -108,7 +104,7 @@ std::vector<Tensor> BidirectionalImpl::call(const std::vector<Tensor>& inputs, b
   }
   const std::vector<Tensor> f = forward_->call(first, training);
   std::vector<Tensor> b = backward_->call(second, training);
-  if (flag(*backward_, "return_sequences")) b[0] = reversed(b[0]);
+  if (backward_->settings().return_sequences) b[0] = reverse_steps(b[0]);
   std::vector<Tensor> out = merge(f[0], b[0]);
   out.insert(out.end(), f.begin() + 1, f.end());
   out.insert(out.end(), b.begin() + 1, b.end());

@@ -9,16 +9,8 @@
 
 namespace tower::layers {
 
-namespace {
-
-RecurrentSettings settings_of(const GRUOptions& o) {
-  return {o.units, o.return_sequences, o.return_state, o.go_backwards, o.stateful, o.dropout, o.recurrent_dropout};
-}
-
-}  // namespace
-
 GRUImpl::GRUImpl(Options options)
-    : RecurrentLayer("GRU", options.name, 1, settings_of(options)), options_(std::move(options)) {
+    : RecurrentLayer("GRU", options.name, 1, recurrent_settings(options)), options_(std::move(options)) {
   options_.name = name();
 }
 

@@ -11,9 +11,6 @@ namespace tower::layers {
 
 namespace {
 
-RecurrentSettings settings_of(const LSTMOptions& o) {
-  return {o.units, o.return_sequences, o.return_state, o.go_backwards, o.stateful, o.dropout, o.recurrent_dropout};
-}
 
 // Keras' unit_forget_bias: the forget gate's quarter of the bias [4 * units] starts at 1.
 void set_forget_bias(Tensor& bias, Index units) {
@@ -25,7 +22,7 @@ void set_forget_bias(Tensor& bias, Index units) {
 }  // namespace
 
 LSTMImpl::LSTMImpl(Options options)
-    : RecurrentLayer("LSTM", options.name, 2, settings_of(options)), options_(std::move(options)) {
+    : RecurrentLayer("LSTM", options.name, 2, recurrent_settings(options)), options_(std::move(options)) {
   options_.name = name();
 }
 

@@ -46,7 +46,7 @@ std::vector<Tensor> RecurrentLayer::call(const std::vector<Tensor>& inputs, bool
   Tensor x = inputs[0];
   const Index n = x.dim(0), t = x.dim(1), units = settings_.units;
   if (t < 1) throw std::invalid_argument(where() + "the input sequence " + x.shape().to_string() + " has no step");
-  if (settings_.go_backwards) x = ops::strided_slice(x, {0, t - 1}, {n, -t - 1}, {1, -1});
+  if (settings_.go_backwards) x = reverse_steps(x);
   std::vector<Tensor> states;
   for (int k = 0; k < states_; ++k)
     states.push_back(inputs.size() > 1 ? inputs[static_cast<std::size_t>(1 + k)]
@@ -66,5 +66,9 @@ std::vector<Tensor> unstack_steps(const Tensor& x) {
 }
 
 Tensor stack_steps(const std::vector<Tensor>& steps) { return ops::stack(steps, 1); }
+
+Tensor reverse_steps(const Tensor& x) {
+  return ops::strided_slice(x, {0, x.dim(1) - 1}, {x.dim(0), -x.dim(1) - 1}, {1, -1});
+}
 
 }  // namespace tower::layers

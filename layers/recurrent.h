@@ -26,6 +26,12 @@ struct RecurrentSettings {
   double recurrent_dropout = 0.0;
 };
 
+// The settings of a layer's options struct (the fields of these names).
+template <class Options>
+RecurrentSettings recurrent_settings(const Options& o) {
+  return {o.units, o.return_sequences, o.return_state, o.go_backwards, o.stateful, o.dropout, o.recurrent_dropout};
+}
+
 class RecurrentLayer : public CustomLayer {
  public:
   // Output shapes without running the recurrence. Throws ShapeError for an input that is not [N, T, F] with F
@@ -35,6 +41,7 @@ class RecurrentLayer : public CustomLayer {
   int num_inputs() const override { return -1; }
   // The number of states: 1 (h), 2 for an LSTM (h, c).
   int num_states() const { return states_; }
+  const RecurrentSettings& settings() const { return settings_; }
   // Keras' recurrent layers keep their weights in their cell's group of a .weights.h5 file.
   std::string keras_variables_group() const override { return "cell"; }
 
@@ -54,7 +61,6 @@ class RecurrentLayer : public CustomLayer {
   // The feature size the layer was built for (after build), for shape checks.
   Index built_features() const { return features_; }
   void set_built_features(Index f) { features_ = f; }
-  const RecurrentSettings& settings() const { return settings_; }
 
  private:
   int states_;
@@ -65,5 +71,7 @@ class RecurrentLayer : public CustomLayer {
 // The steps of x [N, T, ...] along axis 1, each [N, ...]; and their inverse, [N, T, ...] from T tensors [N, ...].
 std::vector<Tensor> unstack_steps(const Tensor& x);
 Tensor stack_steps(const std::vector<Tensor>& steps);
+// x [N, T, ...] with its steps in reverse order.
+Tensor reverse_steps(const Tensor& x);
 
 }  // namespace tower::layers

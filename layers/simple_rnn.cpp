@@ -9,9 +9,7 @@
 namespace tower::layers {
 
 SimpleRNNImpl::SimpleRNNImpl(Options options)
-    : RecurrentLayer("SimpleRNN", options.name, 1,
-                     {options.units, options.return_sequences, options.return_state, options.go_backwards,
-                      options.stateful, options.dropout, options.recurrent_dropout}),
+    : RecurrentLayer("SimpleRNN", options.name, 1, recurrent_settings(options)),
       options_(std::move(options)) {
   options_.name = name();
 }

@@ -127,7 +127,7 @@ std::vector<KerasWeightGroup> Layer::keras_weight_groups() const {
   if (!own.empty()) groups.push_back({own, to_snake_case(type()) + "_" + own, {}});
   for (const VariablePtr& v : ordered) {
     const auto slash = v->name.rfind('/');
-    KerasWeightGroup* group = &groups.back();
+    KerasWeightGroup* group;
     if (slash == std::string::npos) {
       group = own.empty() ? &groups.front() : &groups[1];
     } else {

@@ -212,11 +212,12 @@ TEST(KerasWeights, LoadsInKerasLayerOrderWhateverOrderTheLayersWereCalledIn) {
 }
 
 // Loads `file` into `m` and compares its outputs on `fixture`'s inputs with Keras'.
-void expect_outputs_like_keras(Model m, const std::string& fixture, const std::string& file) {
+void expect_outputs_like_keras(Model m, const std::string& fixture, const std::string& file, float atol = 1e-6f,
+                               float rtol = 0.f) {
   SCOPED_TRACE(file);
   const testing::KerasOutputsFixture f = testing::read_keras_outputs(fixture);
   m.load_weights(keras_weights_fixture(file));
-  testing::expect_near(m.predict(f.inputs), f.outputs, 1e-6f, 0.f, fixture + " outputs");
+  testing::expect_near(m.predict(f.inputs), f.outputs, atol, rtol, fixture + " outputs");
 }
 
 TEST(KerasWeights, LoadsBranchedModelsLikeKeras) {
@@ -228,15 +229,9 @@ TEST(KerasWeights, LoadsBranchedModelsLikeKeras) {
 }
 
 TEST(KerasWeights, LoadsRecurrentLayersAndWrappersFromTheirLayersGroups) {
-  for (const std::string name : {"recurrent", "wrappers"}) {
-    const testing::KerasOutputsFixture f = testing::read_keras_outputs(name);
-    for (const std::string file : {name + ".weights.h5", name + ".h5"}) {
-      SCOPED_TRACE(file);
-      Model m = fixture_model(name);
-      m.load_weights(keras_weights_fixture(file));
-      testing::expect_near(m.predict(f.inputs), f.outputs, testing::kKerasAtol, testing::kKerasRtol, name + " outputs");
-    }
-  }
+  for (const std::string name : {"recurrent", "wrappers"})
+    for (const std::string file : {name + ".weights.h5", name + ".h5"})
+      expect_outputs_like_keras(fixture_model(name), name, file, testing::kKerasAtol, testing::kKerasRtol);
 }
 
 TEST(KerasWeights, LoadsByStructureWhateverTheLayersAreNamed) {
