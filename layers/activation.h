@@ -18,6 +18,8 @@ struct ActivationOptions {
 class ActivationImpl final : public Layer {
  public:
   using Options = ActivationOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   explicit ActivationImpl(Options options);
   const Options& options() const { return options_; }
 

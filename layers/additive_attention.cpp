@@ -28,14 +28,24 @@ void AdditiveAttentionImpl::build(const std::vector<Shape>& in) {
   if (options_.use_scale) scale_ = add_weight("scale", Shape{in[0][-1]}, "glorot_uniform");
 }
 
-std::vector<Tensor> AdditiveAttentionImpl::call(const std::vector<Tensor>& inputs, bool) {
+std::vector<Tensor> AdditiveAttentionImpl::call(const std::vector<Tensor>& inputs, bool training) {
+  return call_with_masks(inputs, {}, training);
+}
+
+std::vector<SymbolicTensor> AdditiveAttentionImpl::compute_mask(const std::vector<SymbolicTensor>&,
+                                                   const std::vector<SymbolicTensor>& masks) const {
+  return detail::query_mask(masks, options_.return_attention_scores);
+}
+
+std::vector<Tensor> AdditiveAttentionImpl::call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                              bool) {
   const Tensor& query = inputs[0];
   const Tensor& value = inputs[1];
   const Tensor& key = inputs.size() == 3 ? inputs[2] : value;
   Tensor terms = ops::tanh(ops::expand_dims(query, -2) + ops::expand_dims(key, -3));  // [N, T, S, dim]
   if (scale_) terms = scale_->value * terms;
   return detail::apply_scores(ops::sum(terms, {-1}), value, options_.use_causal_mask,
-                              options_.return_attention_scores);
+                              options_.return_attention_scores, masks);
 }
 
 TOWER_REGISTER_LAYER(AdditiveAttentionImpl, "AdditiveAttention");

@@ -6,8 +6,8 @@
 // [N, S, dim_v], key [N, S, dim]. Output [N, T, dim_v]. use_causal_mask and return_attention_scores are options, as
 // for Attention (layers/attention.h).
 // Weight, Keras' name: scale [dim] (glorot_uniform) with use_scale (the default).
-// Not supported, refused at construction with std::invalid_argument: dropout > 0. Implicit Keras masks are not
-// propagated.
+// Keras' masks (Embedding's mask_zero, Masking): the value's mask masks the scores, the query's zeroes the output
+// and stays on it. Not supported, refused at construction with std::invalid_argument: dropout > 0.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +46,13 @@ class AdditiveAttentionImpl final : public CustomLayer {
   // Throws ShapeError for other than 2 or 3 inputs, an input not of rank 3, or sizes that do not fit together.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
+  // Keras' masks: the value's masks the scores, the query's zeroes the output (which keeps it).
+  std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                      bool training) override;
+  bool supports_masking() const override { return true; }
+  bool uses_masks() const override { return true; }
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   int num_inputs() const override { return -1; }
   Config get_config() const override { return options_to_config(options_); }
 

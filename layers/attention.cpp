@@ -29,7 +29,17 @@ void AttentionImpl::build(const std::vector<Shape>&) {
   if (options_.score_mode == "concat") concat_score_weight_ = add_weight("concat_score_weight", Shape{}, "ones");
 }
 
-std::vector<Tensor> AttentionImpl::call(const std::vector<Tensor>& inputs, bool) {
+std::vector<Tensor> AttentionImpl::call(const std::vector<Tensor>& inputs, bool training) {
+  return call_with_masks(inputs, {}, training);
+}
+
+std::vector<SymbolicTensor> AttentionImpl::compute_mask(const std::vector<SymbolicTensor>&,
+                                                   const std::vector<SymbolicTensor>& masks) const {
+  return detail::query_mask(masks, options_.return_attention_scores);
+}
+
+std::vector<Tensor> AttentionImpl::call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                              bool) {
   const Tensor& query = inputs[0];
   const Tensor& value = inputs[1];
   const Tensor& key = inputs.size() == 3 ? inputs[2] : value;
@@ -42,7 +52,7 @@ std::vector<Tensor> AttentionImpl::call(const std::vector<Tensor>& inputs, bool)
     if (scale_) sum = scale_->value * sum;
     scores = concat_score_weight_->value * ops::sum(ops::tanh(sum), {-1});
   }
-  return detail::apply_scores(scores, value, options_.use_causal_mask, options_.return_attention_scores);
+  return detail::apply_scores(scores, value, options_.use_causal_mask, options_.return_attention_scores, masks);
 }
 
 TOWER_REGISTER_LAYER(AttentionImpl, "Attention");

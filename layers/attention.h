@@ -10,7 +10,8 @@
 // and return_attention_scores (a second output, the weights after the softmax [N, T, S]).
 // Weights, Keras' names: scale [] (a scalar, ones) with use_scale; concat_score_weight [] (ones) in "concat" mode.
 // Not supported, refused at construction with std::invalid_argument: dropout > 0 (no per-step seed for a random
-// mask yet). Implicit Keras masks (query_mask, value_mask) are not propagated.
+// mask yet). Keras' masks (Embedding's mask_zero, Masking): the value's mask masks the scores, the query's zeroes the
+// output and stays on it.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +53,13 @@ class AttentionImpl final : public CustomLayer {
   // Throws ShapeError for other than 2 or 3 inputs, an input not of rank 3, or sizes that do not fit together.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
+  // Keras' masks: the value's masks the scores, the query's zeroes the output (which keeps it).
+  std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                      bool training) override;
+  bool supports_masking() const override { return true; }
+  bool uses_masks() const override { return true; }
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   int num_inputs() const override { return -1; }
   Config get_config() const override { return options_to_config(options_); }
 

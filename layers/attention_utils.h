@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/core/tensor.h"
+#include "api/engine/node.h"
 
 namespace tower::layers::detail {
 
@@ -23,8 +24,13 @@ Tensor mask_scores(const Tensor& scores, const Tensor& keep);
 std::vector<Shape> query_value_key_output_shapes(const std::string& where, const std::vector<Shape>& in,
                                                  bool scores);
 
-// Keras' Attention._apply_scores: softmax over the last axis of scores [N, T, S] (masked causally with `causal`),
-// times value [N, S, dim_v]; returns the output and the weights.
-std::vector<Tensor> apply_scores(Tensor scores, const Tensor& value, bool causal, bool return_weights);
+// Keras' Attention._apply_scores: softmax over the last axis of scores [N, T, S] (masked causally with `causal`, and
+// by the value's mask [N, S] when masks[1] is defined), times value [N, S, dim_v]; the output is then zeroed at the
+// query's masked positions (masks[0], [N, T]) as Keras' Attention.call does. Returns the output and the weights.
+std::vector<Tensor> apply_scores(Tensor scores, const Tensor& value, bool causal, bool return_weights,
+                                 const std::vector<Tensor>& masks);
+
+// Keras' Attention.compute_mask: the output keeps the query's mask; the scores get none.
+std::vector<SymbolicTensor> query_mask(const std::vector<SymbolicTensor>& masks, bool scores);
 
 }  // namespace tower::layers::detail

@@ -71,6 +71,8 @@ struct BatchNormalizationOptions {
 class BatchNormalizationImpl final : public Layer {
  public:
   using Options = BatchNormalizationOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument for a negative epsilon.
   explicit BatchNormalizationImpl(Options options);
   const Options& options() const { return options_; }

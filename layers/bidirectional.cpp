@@ -42,6 +42,8 @@ BidirectionalImpl::BidirectionalImpl(Options options)
   forward_ = recreate(*options_.layer, "forward_" + options_.layer->name(), false, where());
   const Layer& back = options_.backward_layer ? *options_.backward_layer : *options_.layer;
   backward_ = recreate(back, "backward_" + back.name(), !options_.backward_layer, where());
+  forward_->set_zero_output_for_mask(forward_->settings().return_sequences);
+  backward_->set_zero_output_for_mask(backward_->settings().return_sequences);
   const RecurrentSettings &f = forward_->settings(), &b = backward_->settings();
   if (f.return_sequences != b.return_sequences)
     throw std::invalid_argument(where() + "the forward and backward layers differ in return_sequences");
@@ -96,14 +98,37 @@ std::vector<Tensor> BidirectionalImpl::merge(const Tensor& f, const Tensor& b) c
 }
 
 std::vector<Tensor> BidirectionalImpl::call(const std::vector<Tensor>& inputs, bool training) {
+  return call_with_masks(inputs, {}, training);
+}
+
+std::vector<SymbolicTensor> BidirectionalImpl::compute_mask(const std::vector<SymbolicTensor>&,
+                                                            const std::vector<SymbolicTensor>& masks) const {
+  const RecurrentSettings& s = forward_->settings();
+  const std::size_t outputs = (options_.merge_mode ? 1 : 2) + (s.return_state ? 2 * forward_->num_states() : 0);
+  std::vector<SymbolicTensor> out(outputs);
+  if (s.return_sequences && !masks.empty()) {
+    out[0] = masks[0];
+    if (!options_.merge_mode) out[1] = masks[0];
+  }
+  return out;
+}
+
+std::vector<Tensor> BidirectionalImpl::call_with_masks(const std::vector<Tensor>& inputs,
+                                                       const std::vector<Tensor>& masks, bool training) {
   const std::size_t states = static_cast<std::size_t>(forward_->num_states());
   std::vector<Tensor> first{inputs[0]}, second{inputs[0]};
   for (std::size_t k = 0; k < states && inputs.size() > 1; ++k) {
     first.push_back(inputs[1 + k]);
     second.push_back(inputs[1 + states + k]);
   }
-  const std::vector<Tensor> f = forward_->call(first, training);
-  std::vector<Tensor> b = backward_->call(second, training);
+  std::vector<Tensor> first_masks, second_masks;
+  if (!masks.empty() && masks[0].defined()) {
+    first_masks.assign(first.size(), Tensor());
+    second_masks.assign(second.size(), Tensor());
+    first_masks[0] = second_masks[0] = masks[0];
+  }
+  const std::vector<Tensor> f = forward_->call_with_masks(first, first_masks, training);
+  std::vector<Tensor> b = backward_->call_with_masks(second, second_masks, training);
   if (backward_->settings().return_sequences) b[0] = reverse_steps(b[0]);
   std::vector<Tensor> out = merge(f[0], b[0]);
   out.insert(out.end(), f.begin() + 1, f.end());

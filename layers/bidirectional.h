@@ -9,6 +9,9 @@
 // states, when given, are further inputs: the forward layer's, then the backward layer's (Keras splits its
 // initial_state list in half).
 //
+// Masks: as Keras, both layers output zeros at masked steps when they return sequences (zero_output_for_mask is
+// set to return_sequences).
+//
 // Weights: the forward layer's, then the backward layer's (Keras' order and .weights.h5 groups forward_layer/cell and
 // backward_layer/cell). Construction throws std::invalid_argument for a missing layer, one that is not SimpleRNN,
 // LSTM or GRU, a backward layer whose return_sequences or return_state differ from the forward's, or an unknown
@@ -47,6 +50,13 @@ class BidirectionalImpl final : public CustomLayer {
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
+  // A mask reaches both layers (reversed for the backward one); the output sequences keep it.
+  std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                      bool training) override;
+  bool supports_masking() const override { return true; }
+  bool uses_masks() const override { return true; }
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   int num_inputs() const override { return -1; }
 
   std::vector<VariablePtr> weights() const override;

@@ -1,7 +1,9 @@
 #include "layers/concatenate.h"
 
 #include "api/backend/backend.h"
+#include "api/engine/custom_layer.h"
 #include "api/engine/layer_registry.h"
+#include "api/ops/ops.h"
 
 namespace tower::layers {
 
@@ -66,6 +68,35 @@ void ConcatenateImpl::backward(const BackwardContext& ctx) {
                            st.outer);
     offset += st.inner[i];
   }
+}
+
+std::vector<SymbolicTensor> ConcatenateImpl::compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                          const std::vector<SymbolicTensor>& masks) const {
+  bool any = false;
+  for (const SymbolicTensor& m : masks) any = any || m.defined();
+  if (!any) return {SymbolicTensor()};
+  std::vector<SymbolicTensor> args = inputs;
+  std::vector<int> mask_of;  // per input: its mask's index in args, or -1
+  for (const SymbolicTensor& m : masks) {
+    mask_of.push_back(m.defined() ? static_cast<int>(args.size()) : -1);
+    if (m.defined()) args.push_back(m);
+  }
+  const int axis = inputs[0].shape().normalize_axis(options_.axis);
+  const std::size_t n = inputs.size();
+  return {mask_op("ConcatenateMask", args, [n, mask_of, axis](const std::vector<Tensor>& xs) {
+    std::vector<Tensor> spread;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Tensor& x = xs[i];
+      if (mask_of[i] < 0) {
+        spread.push_back(Tensor::zeros(x.shape(), DType::float32, x.device()) + 1.f);
+        continue;
+      }
+      Tensor m = xs[static_cast<std::size_t>(mask_of[i])];
+      while (m.shape().rank() < x.shape().rank()) m = ops::expand_dims(m, -1);
+      spread.push_back(ops::broadcast_to(m, x.shape()));
+    }
+    return ops::max(ops::concatenate(spread, axis), {-1});
+  })};
 }
 
 TOWER_REGISTER_LAYER(ConcatenateImpl, "Concatenate");

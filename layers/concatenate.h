@@ -27,6 +27,10 @@ class ConcatenateImpl final : public Merge {
   void forward(const ForwardContext& ctx) override;
   void backward(const BackwardContext& ctx) override;
   bool backward_needs_inputs() const override { return false; }
+  // Keras' Concatenate.compute_mask: each input's mask (all ones without one) spread over its last axis, the inputs'
+  // concatenated along the axis, kept where any position of the last axis is kept.
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   Config get_config() const override { return options_to_config(options_); }
 
  private:

@@ -30,6 +30,8 @@ struct DenseOptions {
 class DenseImpl final : public Layer {
  public:
   using Options = DenseOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument if units <= 0.
   explicit DenseImpl(Options options);
   const Options& options() const { return options_; }

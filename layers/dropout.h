@@ -33,6 +33,8 @@ struct DropoutOptions {
 class DropoutImpl final : public Layer {
  public:
   using Options = DropoutOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument unless 0 <= rate < 1.
   explicit DropoutImpl(Options options);
   const Options& options() const { return options_; }

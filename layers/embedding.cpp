@@ -22,9 +22,15 @@ EmbeddingImpl::EmbeddingImpl(Options options) : CustomLayer("Embedding", options
     throw std::invalid_argument(where() + "input_dim " + std::to_string(options_.input_dim) +
                                 " is above 2^24: ids reach the layer as float32, which holds integers exactly only "
                                 "up to 2^24");
-  if (options_.mask_zero)
-    throw std::invalid_argument(where() + "mask_zero=true is not supported: Tower does not propagate masks yet "
-                                          "(use mask_zero=false, and weight or slice padded positions yourself)");
+}
+
+std::vector<SymbolicTensor> EmbeddingImpl::compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                        const std::vector<SymbolicTensor>&) const {
+  if (!options_.mask_zero) return {SymbolicTensor()};
+  return {mask_op("EmbeddingMask", {inputs[0]}, [](const std::vector<Tensor>& ids) {
+    const Tensor x = ids[0].dtype() == DType::float32 ? ids[0] : ops::cast(ids[0], DType::float32);
+    return ops::not_equal(x, ops::scalar(0.f, x.device()));
+  })};
 }
 
 std::vector<Shape> EmbeddingImpl::compute_output_shape(const std::vector<Shape>& in) const {

@@ -9,8 +9,8 @@
 // outside [-input_dim, input_dim) throws std::invalid_argument naming the layer, the id and its position.
 // The gradient with respect to the table adds up the rows of repeated ids; the ids get no gradient.
 //
-// mask_zero: Tower does not propagate masks yet, so mask_zero = true throws std::invalid_argument at
-// construction rather than be ignored. Weight constraints and LoRA are not supported.
+// mask_zero: id 0 is padding, the output's mask (Layer::compute_mask) is ids != 0, which the layers after it and the
+// losses and metrics honour. Weight constraints and LoRA are not supported.
 #include "api/engine/custom_layer.h"
 #include "api/engine/layer_options.h"
 
@@ -36,7 +36,7 @@ struct EmbeddingOptions {
 class EmbeddingImpl final : public CustomLayer {
  public:
   using Options = EmbeddingOptions;
-  // Throws std::invalid_argument if input_dim or output_dim <= 0, input_dim > 2^24, or mask_zero is true.
+  // Throws std::invalid_argument if input_dim or output_dim <= 0 or input_dim > 2^24.
   explicit EmbeddingImpl(Options options);
   const Options& options() const { return options_; }
   const VariablePtr& embeddings() const { return embeddings_; }
@@ -45,6 +45,9 @@ class EmbeddingImpl final : public CustomLayer {
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
   int num_inputs() const override { return 1; }
+  bool supports_masking() const override { return true; }
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   Config get_config() const override { return options_to_config(options_); }
 
  private:

@@ -42,6 +42,8 @@ struct GroupNormalizationOptions {
 class GroupNormalizationImpl final : public CustomLayer {
  public:
   using Options = GroupNormalizationOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument if groups is 0 or below -1, or epsilon is negative.
   explicit GroupNormalizationImpl(Options options);
   const Options& options() const { return options_; }

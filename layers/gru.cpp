@@ -30,8 +30,8 @@ void GRUImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool) {
-  if (!uses_fused_op()) return run_composed(x, states);
+GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool, StepMasking& masking) {
+  if (!uses_fused_op() || masking.active()) return run_composed(x, states, masking);
   const Index n = x.dim(0), t = x.dim(1), u = options_.units;
   Result r;
   r.sequence = ops::gru(x, kernel_->value, recurrent_kernel_->value, bias_ ? bias_->value : Tensor(), states[0]);
@@ -39,7 +39,8 @@ GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states,
   return r;
 }
 
-GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states) const {
+GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states,
+                                      StepMasking& masking) const {
   const Index u = options_.units;
   const Tensor& kernel_u = recurrent_kernel_->value;
   Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, 3u]
@@ -59,8 +60,9 @@ GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>
   }
   Tensor h = states[0];
   std::vector<Tensor> outputs;
-  for (const Tensor& step : unstack_steps(projected)) {
-    const std::vector<Tensor> xs = ops::split(step, 3, 1);
+  const std::vector<Tensor> steps = unstack_steps(projected);
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    const std::vector<Tensor> xs = ops::split(steps[t], 3, 1);
     Tensor z, r, candidate;
     if (options_.reset_after) {
       Tensor rec = ops::matmul(h, kernel_u);
@@ -75,8 +77,9 @@ GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>
       r = apply_activation(options_.recurrent_activation, xs[1] + rs[1]);
       candidate = apply_activation(options_.activation, xs[2] + ops::matmul(r * h, u_h));
     }
-    h = z * h + (1.f - z) * candidate;
-    outputs.push_back(h);
+    std::vector<Tensor> next{z * h + (1.f - z) * candidate};
+    outputs.push_back(masking.apply(t, next, {h}));
+    h = next[0];
   }
   return {stack_steps(outputs), {h}};
 }

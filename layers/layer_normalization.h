@@ -42,6 +42,8 @@ struct LayerNormalizationOptions {
 class LayerNormalizationImpl final : public CustomLayer {
  public:
   using Options = LayerNormalizationOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument if axis is empty or epsilon is negative.
   explicit LayerNormalizationImpl(Options options);
   const Options& options() const { return options_; }

@@ -30,6 +30,7 @@
 #include "layers/layer_normalization.h"
 #include "layers/local_response_normalization.h"
 #include "layers/lstm.h"
+#include "layers/masking.h"
 #include "layers/max_pooling1d.h"
 #include "layers/max_pooling2d.h"
 #include "layers/maximum.h"

@@ -42,8 +42,9 @@ void LSTMImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool) {
-  if (!uses_fused_op()) return run_composed(x, states);
+LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool,
+                               StepMasking& masking) {
+  if (!uses_fused_op() || masking.active()) return run_composed(x, states, masking);
   const Index n = x.dim(0), t = x.dim(1), u = options_.units;
   const Tensor all = ops::lstm(x, kernel_->value, recurrent_kernel_->value, bias_ ? bias_->value : Tensor(),
                                states[0], states[1]);  // [N, T, 2, u]
@@ -55,20 +56,24 @@ LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& state
   return r;
 }
 
-LSTMImpl::Result LSTMImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states) const {
+LSTMImpl::Result LSTMImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states,
+                                        StepMasking& masking) const {
   Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, 4u]
   if (bias_) projected = projected + bias_->value;
   Tensor h = states[0], c = states[1];
   std::vector<Tensor> outputs;
-  for (const Tensor& step : unstack_steps(projected)) {
-    const std::vector<Tensor> z = ops::split(step + ops::matmul(h, recurrent_kernel_->value), 4, 1);
+  const std::vector<Tensor> steps = unstack_steps(projected);
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    const std::vector<Tensor> z = ops::split(steps[t] + ops::matmul(h, recurrent_kernel_->value), 4, 1);
     const Tensor i = apply_activation(options_.recurrent_activation, z[0]);
     const Tensor f = apply_activation(options_.recurrent_activation, z[1]);
     const Tensor g = apply_activation(options_.activation, z[2]);
     const Tensor o = apply_activation(options_.recurrent_activation, z[3]);
-    c = f * c + i * g;
-    h = o * apply_activation(options_.activation, c);
-    outputs.push_back(h);
+    const Tensor c_next = f * c + i * g;
+    std::vector<Tensor> next{o * apply_activation(options_.activation, c_next), c_next};
+    outputs.push_back(masking.apply(t, next, {h, c}));
+    h = next[0];
+    c = next[1];
   }
   return {stack_steps(outputs), {h, c}};
 }

@@ -35,7 +35,7 @@ struct LSTMOptions {
   bool go_backwards = false;
   bool stateful = false;
   bool unroll = false;
-  bool zero_output_for_mask = false;  // what masked steps output; Tower does not pass masks to these layers yet
+  bool zero_output_for_mask = false;  // what masked steps output (layers/recurrent.h)
   std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
   std::string name;
   // C++ only, like Keras' use_cudnn (not in the config): false composes the steps of ops even where the fused op
@@ -82,8 +82,9 @@ class LSTMImpl final : public RecurrentLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training) override;
-  Result run_composed(const Tensor& x, const std::vector<Tensor>& states) const;
+  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
+             StepMasking& masking) override;
+  Result run_composed(const Tensor& x, const std::vector<Tensor>& states, StepMasking& masking) const;
 
   Options options_;
   VariablePtr kernel_, recurrent_kernel_, bias_;

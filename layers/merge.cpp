@@ -2,6 +2,7 @@
 
 #include "api/backend/backend.h"
 #include "api/backend/broadcast.h"
+#include "api/engine/symbolic_ops.h"
 
 namespace tower::layers {
 
@@ -17,6 +18,14 @@ Shape expanded(const Shape& shape, int rank) {
 }
 
 }  // namespace
+
+std::vector<SymbolicTensor> Merge::compute_mask(const std::vector<SymbolicTensor>&,
+                                                const std::vector<SymbolicTensor>& masks) const {
+  SymbolicTensor all;
+  for (const SymbolicTensor& m : masks)
+    if (m.defined()) all = all.defined() ? ops::minimum(all, m) : m;
+  return {all};
+}
 
 std::string Merge::shapes_to_string(const std::vector<Shape>& shapes) {
   std::string s = "[";

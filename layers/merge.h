@@ -19,6 +19,10 @@ namespace tower::layers {
 class Merge : public Layer {
  public:
   int num_inputs() const override { return -1; }
+  // Keras' merge of masks: kept where every input that has a mask keeps the position.
+  bool supports_masking() const override { return true; }
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   // Keras' broadcast of the inputs. Throws ShapeError, naming the layer and every input shape, for fewer than two
   // inputs, batch sizes that differ, or axes that do not broadcast.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;

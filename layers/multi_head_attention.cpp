@@ -108,7 +108,12 @@ void MultiHeadAttentionImpl::build(const std::vector<Shape>& in) {
   dense("attention_output", Shape(kernel), Shape(out), output_kernel_, output_bias_);
 }
 
-std::vector<Tensor> MultiHeadAttentionImpl::call(const std::vector<Tensor>& inputs, bool) {
+std::vector<Tensor> MultiHeadAttentionImpl::call(const std::vector<Tensor>& inputs, bool training) {
+  return call_with_masks(inputs, {}, training);
+}
+
+std::vector<Tensor> MultiHeadAttentionImpl::call_with_masks(const std::vector<Tensor>& inputs,
+                                                            const std::vector<Tensor>& masks, bool) {
   const int mask = options_.use_attention_mask ? 1 : 0;
   const bool has_key = static_cast<int>(inputs.size()) == 3 + mask;
   const Tensor& query = inputs[0];
@@ -131,12 +136,24 @@ std::vector<Tensor> MultiHeadAttentionImpl::call(const std::vector<Tensor>& inpu
     const Tensor causal = detail::causal_mask(t, s, query.device());
     keep = keep.defined() ? ops::multiply(ops::not_equal(keep, ops::scalar(0.f, query.device())), causal) : causal;
   }
-  // Keras' Softmax with a mask: masked scores set to -1e9 before it, masked weights set to 0 after it (so a query
-  // position with every key position masked gets no weights at all).
+  // Keras' _compute_attention_mask: the query's mask by rows, the value's and the key's by columns.
+  const auto implicit = [&](std::size_t input, int axis) {
+    if (input >= masks.size() || !masks[input].defined()) return;
+    const Tensor m = ops::expand_dims(ops::expand_dims(masks[input], 1), axis);  // [N, 1, T, 1] or [N, 1, 1, S]
+    keep = keep.defined() ? ops::multiply(ops::not_equal(keep, ops::scalar(0.f, query.device())), m) : m;
+  };
+  implicit(0, 3);
+  implicit(1, 2);
+  if (has_key) implicit(2, 2);
+  // Masked scores are set to -1e9 before the softmax. A query position with every key position masked then gets even
+  // weights over all of them, as Keras' default path (keras.ops.dot_product_attention) gives it; with
+  // return_attention_scores Keras takes its masked Softmax instead, which sets masked weights to 0 after it, so such a
+  // position gets no weights at all.
   Tensor weights;
   if (keep.defined()) {
     const Tensor masked = ops::where(keep, scores, ops::scalar(-1e9f, scores.device()));
-    weights = ops::where(keep, ops::softmax(masked, -1), ops::scalar(0.f, scores.device()));
+    weights = ops::softmax(masked, -1);
+    if (options_.return_attention_scores) weights = ops::where(keep, weights, ops::scalar(0.f, scores.device()));
   } else {
     weights = ops::softmax(scores, -1);
   }

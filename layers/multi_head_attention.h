@@ -11,10 +11,11 @@
 // value), each [N, length, dim] (rank 3); query [N, T, Dq], value [N, S, Dv], key [N, S, Dk], so key and value may
 // be of another length than the query. With use_attention_mask, one more input comes last: the attention mask
 // [N, T, S] (Keras' attention_mask), 1 where query position t may attend to key position s and 0 where it may not
-// (any non-zero value counts as 1). Masking is Keras' masked Softmax: masked scores become -1e9 before it and masked
-// weights 0 after it, so a query position with every key position masked gets all-zero weights (its output is the
-// output bias; Keras' fused dot_product_attention path, taken without return_attention_scores, gives such a row
-// even weights instead). Keras' call arguments use_causal_mask and return_attention_scores are
+// (any non-zero value counts as 1). Masked scores become -1e9 before the softmax, so a query position with every key
+// position masked gets even weights over all of them, as Keras' default path (keras.ops.dot_product_attention) gives
+// it; with return_attention_scores Keras takes its masked Softmax, which also sets masked weights to 0 after it, and
+// so does Tower: such a position then gets all-zero weights (its output is the output bias). Keras' call arguments
+// use_causal_mask and return_attention_scores are
 // options here, written in get_config (Keras has no such config keys; a Keras config without them reads as false):
 //   use_causal_mask          position t attends only to positions s <= t (Keras' lower-triangular [T, S] mask),
 //                            combined with the attention mask when both are given;
@@ -32,7 +33,9 @@
 //
 // Not supported, each refused at construction with std::invalid_argument naming the layer: dropout > 0 (the layer
 // has no per-step seed for a random mask yet), attention_axes other than the sequence axis (null, 1 or -2).
-// Implicit Keras masks (query_mask, value_mask) are not propagated. Weight constraints are not supported.
+// Keras' implicit masks (Embedding's mask_zero, Masking) join the attention mask as Keras' _compute_attention_mask
+// joins them: the query's masks rows, the value's and the key's columns; the output keeps the query's mask. Weight
+// constraints are not supported.
 #include <optional>
 #include <vector>
 
@@ -90,6 +93,10 @@ class MultiHeadAttentionImpl final : public CustomLayer {
   // that differ, an attention mask not [N, T, S], or inputs of other last sizes than the layer was built for.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) override;
+  std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                      bool training) override;
+  bool supports_masking() const override { return true; }
+  bool uses_masks() const override { return true; }
   int num_inputs() const override { return -1; }
   Config get_config() const override { return options_to_config(options_); }
   // Keras keeps the EinsumDense sublayers in the groups named after the attributes holding them: query_dense,

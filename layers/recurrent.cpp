@@ -43,20 +43,60 @@ std::vector<Shape> RecurrentLayer::compute_output_shape(const std::vector<Shape>
 }
 
 std::vector<Tensor> RecurrentLayer::call(const std::vector<Tensor>& inputs, bool training) {
+  return call_with_masks(inputs, {}, training);
+}
+
+std::vector<SymbolicTensor> RecurrentLayer::compute_mask(const std::vector<SymbolicTensor>&,
+                                                         const std::vector<SymbolicTensor>& masks) const {
+  std::vector<SymbolicTensor> out(settings_.return_state ? static_cast<std::size_t>(1 + states_) : 1);
+  if (settings_.return_sequences && !masks.empty()) out[0] = masks[0];
+  return out;
+}
+
+std::vector<Tensor> RecurrentLayer::call_with_masks(const std::vector<Tensor>& inputs,
+                                                    const std::vector<Tensor>& masks, bool training) {
   Tensor x = inputs[0];
   const Index n = x.dim(0), t = x.dim(1), units = settings_.units;
   if (t < 1) throw std::invalid_argument(where() + "the input sequence " + x.shape().to_string() + " has no step");
-  if (settings_.go_backwards) x = reverse_steps(x);
+  Tensor mask = masks.empty() ? Tensor() : masks[0];
+  if (mask.defined() && mask.shape() != Shape{n, t})
+    throw std::invalid_argument(where() + "the mask of shape " + mask.shape().to_string() +
+                                " does not fit the input sequence " + x.shape().to_string() +
+                                " (expected [batch, timesteps])");
+  if (settings_.go_backwards) {
+    x = reverse_steps(x);
+    if (mask.defined()) mask = ops::reshape(reverse_steps(ops::reshape(mask, Shape{n, t, 1})), Shape{n, t});
+  }
+  StepMasking masking(mask, settings_.zero_output_for_mask);
   std::vector<Tensor> states;
   for (int k = 0; k < states_; ++k)
     states.push_back(inputs.size() > 1 ? inputs[static_cast<std::size_t>(1 + k)]
                                        : Tensor::zeros(Shape{n, units}, DType::float32, x.device()));
-  Result r = run(x, states, settings_.return_sequences, training);
+  Result r = run(x, states, settings_.return_sequences, training, masking);
   std::vector<Tensor> out;
-  out.push_back(settings_.return_sequences ? r.sequence : r.states[0]);
+  // Keras' last output under a mask is the last step's masked output, not the carried state.
+  out.push_back(settings_.return_sequences ? r.sequence : masking.active() ? masking.last_output() : r.states[0]);
   if (settings_.return_state)
     for (const Tensor& s : r.states) out.push_back(s);
   return out;
+}
+
+RecurrentLayer::StepMasking::StepMasking(const Tensor& mask, bool zero_output) : zero_output_(zero_output) {
+  if (!mask.defined()) return;
+  steps_ = ops::split(mask, static_cast<int>(mask.dim(1)), 1);  // [N, 1] each
+}
+
+Tensor RecurrentLayer::StepMasking::apply(std::size_t t, std::vector<Tensor>& next, const std::vector<Tensor>& previous) {
+  if (!active()) return next[0];
+  const Tensor& m = steps_.at(t);
+  const Tensor masked = 1.f - m;
+  const Tensor output = next[0];
+  for (std::size_t k = 0; k < next.size(); ++k) next[k] = m * next[k] + masked * previous[k];
+  if (zero_output_ || !previous_output_.defined())
+    previous_output_ = m * output;
+  else
+    previous_output_ = m * output + masked * previous_output_;
+  return previous_output_;
 }
 
 std::vector<Tensor> unstack_steps(const Tensor& x) {

@@ -5,9 +5,14 @@
 // return_state, each final state after it. go_backwards runs the steps from the last to the first, and the returned
 // sequence is in that order (as Keras returns it). A subclass gives the recurrence itself (run()).
 //
+// Masks (Keras' RNN with a mask [N, T] from Embedding's mask_zero or Masking): at a masked step the states keep their
+// previous values and the output is the previous step's output (zeros before the first kept step), or zeros with
+// zero_output_for_mask; the output sequence keeps the input's mask, the last output and the states get none. A masked
+// sequence runs the steps composed of tower::ops (as Keras falls back from cuDNN with a mask that is not right-padded).
+//
 // Not supported, each refused at construction with std::invalid_argument naming the layer: stateful = true, dropout
-// and recurrent_dropout above 0. Keras' masks are not propagated to these layers. unroll is accepted and changes
-// nothing (the steps are computed the same way either way).
+// and recurrent_dropout above 0. unroll is accepted and changes nothing (the steps are computed the same way either
+// way).
 #include <string>
 #include <vector>
 
@@ -24,12 +29,14 @@ struct RecurrentSettings {
   bool stateful = false;
   double dropout = 0.0;
   double recurrent_dropout = 0.0;
+  bool zero_output_for_mask = false;
 };
 
 // The settings of a layer's options struct (the fields of these names).
 template <class Options>
 RecurrentSettings recurrent_settings(const Options& o) {
-  return {o.units, o.return_sequences, o.return_state, o.go_backwards, o.stateful, o.dropout, o.recurrent_dropout};
+  return {o.units,   o.return_sequences, o.return_state,      o.go_backwards,
+          o.stateful, o.dropout,         o.recurrent_dropout, o.zero_output_for_mask};
 }
 
 class RecurrentLayer : public CustomLayer {
@@ -38,6 +45,15 @@ class RecurrentLayer : public CustomLayer {
   // known, initial states that are not [N, units], or a feature size other than the one the layer was built for.
   std::vector<Shape> compute_output_shape(const std::vector<Shape>& input_shapes) const override;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) final;
+  std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                      bool training) final;
+  bool supports_masking() const override { return true; }
+  bool uses_masks() const override { return true; }
+  // The output sequence keeps the input's mask; the last output and the states get none.
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
+  // What masked steps output (Bidirectional sets it to its return_sequences, as Keras' does).
+  void set_zero_output_for_mask(bool zero) { settings_.zero_output_for_mask = zero; }
   int num_inputs() const override { return -1; }
   // The number of states: 1 (h), 2 for an LSTM (h, c).
   int num_states() const { return states_; }
@@ -55,8 +71,10 @@ class RecurrentLayer : public CustomLayer {
     std::vector<Tensor> states;
   };
   // The recurrence over x [N, T, F] (already reversed for go_backwards) from `states`. `need_sequence`: whether
-  // the caller uses Result::sequence.
-  virtual Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training) = 0;
+  // the caller uses Result::sequence. `masking` (StepMasking below) applies the mask to each step when there is one.
+  class StepMasking;
+  virtual Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
+                     StepMasking& masking) = 0;
 
   // The feature size the layer was built for (after build), for shape checks.
   Index built_features() const { return features_; }
@@ -69,6 +87,26 @@ class RecurrentLayer : public CustomLayer {
 };
 
 // The steps of x [N, T, ...] along axis 1, each [N, ...]; and their inverse, [N, T, ...] from T tensors [N, ...].
+// Keras' masked recurrence, one step at a time: where step t's mask is 0, the states keep their previous values and
+// the output is the previous output (zeros at first, or always zeros with zero_output_for_mask). Without a mask it
+// changes nothing.
+class RecurrentLayer::StepMasking {
+ public:
+  // mask: [N, T] in the order the steps run, or undefined.
+  StepMasking(const Tensor& mask, bool zero_output);
+  bool active() const { return !steps_.empty(); }
+  // Step t: `next` (the states the step computed, the output first) becomes the states to carry on; returns the
+  // step's output.
+  Tensor apply(std::size_t t, std::vector<Tensor>& next, const std::vector<Tensor>& previous);
+  // The last step's output, after the last apply().
+  const Tensor& last_output() const { return previous_output_; }
+
+ private:
+  std::vector<Tensor> steps_;  // [N, 1] per step
+  bool zero_output_;
+  Tensor previous_output_;
+};
+
 std::vector<Tensor> unstack_steps(const Tensor& x);
 Tensor stack_steps(const std::vector<Tensor>& steps);
 // x [N, T, ...] with its steps in reverse order.

@@ -25,6 +25,8 @@ struct ReLUOptions {
 class ReLUImpl final : public Layer {
  public:
   using Options = ReLUOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument for a negative max_value or negative_slope.
   explicit ReLUImpl(Options options);
   const Options& options() const { return options_; }

@@ -20,6 +20,8 @@ struct RescalingOptions {
 class RescalingImpl final : public Layer {
  public:
   using Options = RescalingOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   explicit RescalingImpl(Options options);
   const Options& options() const { return options_; }
 

@@ -23,14 +23,17 @@ void SimpleRNNImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-SimpleRNNImpl::Result SimpleRNNImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool) {
+SimpleRNNImpl::Result SimpleRNNImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool,
+                                         StepMasking& masking) {
   Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, units]
   if (bias_) projected = projected + bias_->value;
   Tensor h = states[0];
   std::vector<Tensor> outputs;
-  for (const Tensor& step : unstack_steps(projected)) {
-    h = apply_activation(options_.activation, step + ops::matmul(h, recurrent_kernel_->value));
-    outputs.push_back(h);
+  const std::vector<Tensor> steps = unstack_steps(projected);
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    std::vector<Tensor> next{apply_activation(options_.activation, steps[t] + ops::matmul(h, recurrent_kernel_->value))};
+    outputs.push_back(masking.apply(t, next, {h}));
+    h = next[0];
   }
   return {stack_steps(outputs), {h}};
 }

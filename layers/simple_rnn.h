@@ -28,7 +28,7 @@ struct SimpleRNNOptions {
   bool go_backwards = false;
   bool stateful = false;
   bool unroll = false;
-  bool zero_output_for_mask = false;  // what masked steps output; Tower does not pass masks to these layers yet
+  bool zero_output_for_mask = false;  // what masked steps output (layers/recurrent.h)
   std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
   std::string name;
   template <class V> void visit(V&& v) {
@@ -68,7 +68,8 @@ class SimpleRNNImpl final : public RecurrentLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training) override;
+  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
+             StepMasking& masking) override;
 
   Options options_;
   VariablePtr kernel_, recurrent_kernel_, bias_;

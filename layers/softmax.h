@@ -18,6 +18,8 @@ struct SoftmaxOptions {
 class SoftmaxImpl final : public Layer {
  public:
   using Options = SoftmaxOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   explicit SoftmaxImpl(Options options);
   const Options& options() const { return options_; }
 

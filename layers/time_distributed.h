@@ -32,6 +32,8 @@ struct TimeDistributedOptions {
 class TimeDistributedImpl final : public Layer {
  public:
   using Options = TimeDistributedOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   explicit TimeDistributedImpl(Options options);
   const Options& options() const { return options_; }
   const LayerPtr& layer() const { return options_.layer; }

@@ -21,6 +21,8 @@ struct UnitNormalizationOptions {
 class UnitNormalizationImpl final : public CustomLayer {
  public:
   using Options = UnitNormalizationOptions;
+  // Keeps the mask of its input (Keras' supports_masking).
+  bool supports_masking() const override { return true; }
   // Throws std::invalid_argument if axis is empty.
   explicit UnitNormalizationImpl(Options options);
   const Options& options() const { return options_; }

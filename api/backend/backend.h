@@ -604,6 +604,12 @@ class Backend {
   virtual void example_weights(const ExampleWeightParams& p, double* weights) = 0;
   // scale[i] = float(k * weights[i / per]) for i < n: the loss gradient's scale for n values, per per example.
   virtual void loss_scale(const double* weights, Index n, Index per, double k, float* scale) = 0;
+  // A masked output's loss weights (Keras' apply_mask): out[i] = 0 where mask[i] == 0, else
+  // weights[i / per] * n / kept, kept (the number of non-zero mask values) being written to out[n] first; out holds
+  // n + 1 doubles.
+  virtual void masked_loss_weights(const double* weights, Index per, const float* mask, Index n, double* out) = 0;
+  // A masked output's metric weights: out[i] = 0 where mask[i] == 0, else weights[i / per] (1 without weights).
+  virtual void masked_metric_weights(const float* weights, Index per, const float* mask, Index n, float* out) = 0;
   // *total += (sum over i < n of weights[i / per] * x[i]) * factor; weights == nullptr weighs every value 1.
   virtual void accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
                                        double* total) = 0;

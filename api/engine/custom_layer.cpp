@@ -74,7 +74,12 @@ void CustomLayer::forward(const ForwardContext& ctx) {
   for (const VariablePtr& v : trainable_weights()) st.recording.watch(v->value);
   {
     const ops::RecordingScope scope(st.recording, /*exclusive=*/true);
-    st.outputs = call(st.inputs, ctx.training);
+    if (ctx.masks.empty()) {
+      st.outputs = call(st.inputs, ctx.training);
+    } else {
+      const std::vector<Tensor> masks(ctx.masks.begin(), ctx.masks.end());
+      st.outputs = call_with_masks(st.inputs, masks, ctx.training);
+    }
   }
   if (st.outputs.size() != ctx.outputs.size())
     throw std::logic_error(where() + "call() returned " + std::to_string(st.outputs.size()) + " tensors, " +
@@ -95,8 +100,19 @@ void CustomLayer::backward(const BackwardContext& ctx) {
   std::vector<Tensor> seeds(ctx.grad_outputs.begin(), ctx.grad_outputs.end());
   // Inputs whose gradient the plan does not ask for (a model's input) are no sources: nothing is computed for them.
   std::vector<Tensor> sources;
-  for (std::size_t i = 0; i < st.inputs.size(); ++i)
-    sources.push_back(i < ctx.grad_inputs.size() && ctx.grad_inputs[i].defined() ? st.inputs[i] : Tensor());
+  // A tensor given as several inputs (self-attention's query and value) is one value of the recording, whose gradient
+  // is the total over all its uses: the first of those inputs gets it and the others zero, as the plan adds them up.
+  const auto repeats_a_source = [&](std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (sources[j].defined() && sources[j].raw_data() == st.inputs[i].raw_data() &&
+          sources[j].shape() == st.inputs[i].shape())
+        return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < st.inputs.size(); ++i) {
+    const bool wanted = i < ctx.grad_inputs.size() && ctx.grad_inputs[i].defined();
+    sources.push_back(wanted && !repeats_a_source(i) ? st.inputs[i] : Tensor());
+  }
   const std::vector<VariablePtr> trainable = trainable_weights();
   if (!ctx.weight_grads.empty())
     for (const VariablePtr& v : trainable) sources.push_back(v->value);
@@ -123,6 +139,12 @@ Config FunctionLayer::get_config() const {
   throw std::logic_error(where() + "a C++ function cannot be written into a config (saving the model, rebuilding "
                                    "it for a strategy's replicas); write a CustomLayer with get_config and "
                                    "TOWER_REGISTER_LAYER for a layer that must be saved");
+}
+
+SymbolicTensor mask_op(const std::string& type, const std::vector<SymbolicTensor>& inputs,
+                       FunctionLayer::Function function) {
+  auto layer = std::make_shared<FunctionLayer>(type, "", static_cast<int>(inputs.size()), std::move(function));
+  return (*layer)(inputs)[0];
 }
 
 }  // namespace tower

@@ -41,6 +41,14 @@ class CustomLayer : public Layer {
 
   // The layer's computation: one tensor per input ([N, ...], float32, on the model's device), one per output.
   virtual std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool training) = 0;
+  // What forward() runs: for a layer that uses_masks(), call() given its inputs' masks too (ForwardContext::masks:
+  // parallel to inputs, undefined where an input has none; empty when none has one). Masks are constants: nothing
+  // is differentiated with respect to them. The default ignores them.
+  virtual std::vector<Tensor> call_with_masks(const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
+                                              bool training) {
+    (void)masks;
+    return call(inputs, training);
+  }
 
   // Builds the layer (its weights) if it is not built, then runs call() on zeros of these shapes (batch 1). A
   // first call that fails leaves the layer unbuilt, so it can be called on other shapes.
@@ -68,5 +76,10 @@ class FunctionLayer : public CustomLayer {
   int inputs_;
   Function function_;
 };
+
+// A mask computed from symbolic tensors by a function of their values (Layer::compute_mask): a FunctionLayer node
+// named after `type` ("EmbeddingMask"), which the graph marks as computing a mask when called inside compute_mask.
+SymbolicTensor mask_op(const std::string& type, const std::vector<SymbolicTensor>& inputs,
+                       FunctionLayer::Function function);
 
 }  // namespace tower

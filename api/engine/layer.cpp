@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iostream>
 #include <map>
 #include <mutex>
 
@@ -84,12 +85,26 @@ SymbolicTensor Layer::operator()(const SymbolicTensor& input) {
   return out[0];
 }
 
+std::vector<SymbolicTensor> Layer::compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                const std::vector<SymbolicTensor>& masks) const {
+  (void)inputs;
+  const SymbolicTensor first = masks.empty() ? SymbolicTensor() : masks[0];
+  return std::vector<SymbolicTensor>(1, first);
+}
+
 SymbolicTensors Layer::operator()(const std::vector<SymbolicTensor>& inputs) {
   std::vector<Shape> shapes;
+  std::vector<SymbolicTensor> masks;
+  bool masked = false;
   for (const SymbolicTensor& t : inputs) {
     if (!t.defined()) shape_error("called on an undefined tensor");
     shapes.push_back(t.shape());
+    masks.push_back(t.mask());
+    masked = masked || masks.back().defined();
   }
+  if (masked && graph())
+    shape_error("is a model called on a tensor with a mask (Embedding's mask_zero, Masking): masks do not reach "
+                "the layers of a nested model; call its layers on the tensor instead");
   check_num_inputs(shapes, num_inputs());
   // Shapes are checked before weights are made, so a bad call leaves the layer unbuilt.
   std::vector<Shape> out_shapes = compute_output_shape(shapes);
@@ -103,6 +118,37 @@ SymbolicTensors Layer::operator()(const std::vector<SymbolicTensor>& inputs) {
   auto node = std::make_shared<Node>(self, inputs, out_shapes);
   SymbolicTensors outputs;
   for (int i = 0; i < node->num_outputs(); ++i) outputs.emplace_back(node, i);
+  if (node->computes_mask()) return outputs;  // a mask's own computation carries no masks
+  if (const Graph* g = graph())
+    for (const SymbolicTensor& out : g->outputs)
+      if (out.mask().defined())
+        shape_error("has an output with a mask ('" + out.name() +
+                    "'): masks do not leave a nested model; call its layers on the tensor instead");
+  if (masked && uses_masks()) node->set_input_masks(masks);
+  if (supports_masking()) {
+    std::vector<SymbolicTensor> out_masks;
+    {
+      Node::MaskScope scope;
+      out_masks = compute_mask(inputs, masks);
+    }
+    out_masks.resize(outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const SymbolicTensor& m = out_masks[i];
+      if (!m.defined()) continue;
+      const Shape& ms = m.shape();
+      const Shape& os = outputs[i].shape();
+      bool fits = ms.rank() <= os.rank();
+      for (int d = 1; fits && d < ms.rank(); ++d) fits = ms[d] == os[d] || ms[d] < 0 || os[d] < 0;
+      if (!fits)
+        shape_error("computed a mask of shape " + ms.to_string() + " for an output of shape " + os.to_string() +
+                    "; a mask covers the output's first dimensions");
+    }
+    node->set_output_masks(std::move(out_masks));
+  } else if (masked) {
+    std::cerr << "Warning: " << where()
+              << "was passed an input with a mask attached to it. However, this layer does not support masking "
+                 "and will therefore destroy the mask information. Downstream layers will not see the mask.\n";
+  }
   return outputs;
 }
 

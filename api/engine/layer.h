@@ -63,6 +63,9 @@ struct LayerState {
 struct ForwardContext {
   std::span<const Tensor> inputs;
   std::span<Tensor> outputs;
+  // For a layer that uses_masks(): the masks of its inputs, parallel to inputs (an undefined tensor where an input
+  // has none); empty when no input has one. 1 keeps a position, 0 masks it.
+  std::span<const Tensor> masks;
   bool training = false;
   std::unique_ptr<LayerState>* state = nullptr;
   // The plan's per-step values. A layer whose ops take an argument that changes from step to step (a seed)
@@ -85,6 +88,7 @@ struct BackwardContext {
   std::span<const Tensor> grad_outputs;
   std::span<Tensor> grad_inputs;    // an undefined entry: that gradient is not needed
   std::span<Tensor> weight_grads;   // parallel to trainable_weights(); empty when nothing is trainable
+  std::span<const Tensor> masks;    // as in ForwardContext (always available)
   bool training = true;
   // Set only for layers whose softmax_output() is true: grad_outputs[0] is already the gradient with respect
   // to the softmax's input (a loss fused the softmax into its gradient), so the softmax backward is skipped.
@@ -141,6 +145,19 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual int num_inputs() const { return 1; }
   // A layer made of other layers (a model) returns its graph, which a plan inlines; other layers return null.
   virtual const Graph* graph() const { return nullptr; }
+
+  // Keras' masks (Embedding's mask_zero, Masking), a float tensor per sequence of 1s (kept) and 0s (masked steps)
+  // that follows the tensors it belongs to (SymbolicTensor::mask) and reaches the losses and metrics, which skip the
+  // masked steps. A layer that supports_masking() gives its outputs the masks compute_mask() returns; one that does
+  // not drops a mask that reaches it, with Keras' warning.
+  virtual bool supports_masking() const { return false; }
+  // The outputs' masks (undefined: none), given the inputs and their masks (undefined where none); made of symbolic
+  // ops (api/engine/symbolic_ops.h) or mask_op (custom_layer.h), whose nodes the graph marks as computing masks. Default (Keras'
+  // Layer.compute_mask): the first input's mask for every output.
+  virtual std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                   const std::vector<SymbolicTensor>& masks) const;
+  // True when forward() (and backward()) read ctx.masks: the plan computes the masks of the layer's inputs first.
+  virtual bool uses_masks() const { return false; }
 
   // Where Keras' .weights.h5 files keep this layer's variables: groups below the layer's own group, each with a
   // "vars" group holding its variables as datasets 0, 1, ... (KerasWeightGroup). The default: a weight named

@@ -8,6 +8,7 @@ namespace tower {
 
 namespace {
 std::atomic<std::uint64_t> next_node_id{1};
+thread_local bool making_masks = false;
 }
 
 const Shape& SymbolicTensor::shape() const {
@@ -23,6 +24,11 @@ std::string SymbolicTensor::name() const {
   return node_->num_outputs() == 1 ? n : n + "[" + std::to_string(index_) + "]";
 }
 
+SymbolicTensor SymbolicTensor::mask() const {
+  if (!node_) return {};
+  return node_->output_mask(index_);
+}
+
 SymbolicTensors::operator SymbolicTensor() const {
   if (size() != 1)
     throw std::logic_error("a layer call with " + std::to_string(size()) + " outputs used as one tensor; index it");
@@ -31,6 +37,14 @@ SymbolicTensors::operator SymbolicTensor() const {
 
 Node::Node(std::shared_ptr<Layer> layer, std::vector<SymbolicTensor> inputs, std::vector<Shape> output_shapes)
     : layer_(std::move(layer)), inputs_(std::move(inputs)), output_shapes_(std::move(output_shapes)),
-      id_(next_node_id++) {}
+      computes_mask_(making_masks), id_(next_node_id++) {}
+
+const SymbolicTensor& Node::output_mask(int i) const {
+  static const SymbolicTensor none;
+  return static_cast<std::size_t>(i) < output_masks_.size() ? output_masks_[static_cast<std::size_t>(i)] : none;
+}
+
+Node::MaskScope::MaskScope() : previous_(making_masks) { making_masks = true; }
+Node::MaskScope::~MaskScope() { making_masks = previous_; }
 
 }  // namespace tower

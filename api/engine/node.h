@@ -28,6 +28,9 @@ class SymbolicTensor {
   Layer& layer() const;
   // "<layer name>" for a single-output layer, "<layer name>[i]" otherwise.
   std::string name() const;
+  // Keras' mask of this tensor (Layer::compute_mask): a float tensor of 1s (kept) and 0s (masked) of the shape of
+  // the first dimensions of this one ([N, T] for a sequence [N, T, C]), or undefined when it has none.
+  SymbolicTensor mask() const;
   bool operator==(const SymbolicTensor& o) const { return node_ == o.node_ && index_ == o.index_; }
 
  private:
@@ -53,6 +56,28 @@ class Node {
   const std::vector<SymbolicTensor>& inputs() const { return inputs_; }
   const std::vector<Shape>& output_shapes() const { return output_shapes_; }
   int num_outputs() const { return static_cast<int>(output_shapes_.size()); }
+  // The masks of the inputs handed to a layer that reads them (Layer::uses_masks): parallel to inputs(), undefined
+  // where an input has none; empty when the layer reads none. A plan computes them before the node and hands them
+  // to the layer as ForwardContext::masks.
+  const std::vector<SymbolicTensor>& input_masks() const { return input_masks_; }
+  void set_input_masks(std::vector<SymbolicTensor> masks) { input_masks_ = std::move(masks); }
+  // The masks of the outputs (undefined: none); set once, when the layer is called.
+  const SymbolicTensor& output_mask(int i) const;
+  void set_output_masks(std::vector<SymbolicTensor> masks) { output_masks_ = std::move(masks); }
+  // True for the nodes that compute masks (made inside Layer::compute_mask): they are part of the graph a plan
+  // runs, but not of a model's layers, config or summary, and nothing is differentiated through them.
+  bool computes_mask() const { return computes_mask_; }
+  // Every node made on this thread while a MaskScope lives computes a mask.
+  class MaskScope {
+   public:
+    MaskScope();
+    ~MaskScope();
+    MaskScope(const MaskScope&) = delete;
+    MaskScope& operator=(const MaskScope&) = delete;
+
+   private:
+    bool previous_;
+  };
   // Unique, increasing in creation order (so a sort by id is a topological order).
   std::uint64_t id() const { return id_; }
 
@@ -60,6 +85,8 @@ class Node {
   std::shared_ptr<Layer> layer_;
   std::vector<SymbolicTensor> inputs_;
   std::vector<Shape> output_shapes_;
+  std::vector<SymbolicTensor> input_masks_, output_masks_;
+  bool computes_mask_ = false;
   std::uint64_t id_;
 };
 

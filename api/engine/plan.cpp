@@ -35,6 +35,8 @@ struct Plan::Value {
 struct Plan::Step {
   Layer* layer = nullptr;
   std::vector<int> in, out;
+  std::vector<int> mask_in;  // the masks of the inputs, for a layer that uses_masks(): value ids, -1 for none
+  bool computes_mask = false;
   std::unique_ptr<LayerState> state;
   bool run_backward = false;
   bool output_grad_is_logits = false;
@@ -42,7 +44,7 @@ struct Plan::Step {
   std::vector<int> grad_out, grad_in, weight_grad;  // weight_grad: value id, or -1-k for weight_grads_[k]
   std::vector<Accumulate> accumulate;
   std::vector<int> gradients_ready;  // trainable weights whose gradient is final once this step's backward ran
-  std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads;
+  std::vector<Tensor> ins, outs, b_ins, b_outs, g_outs, g_ins, w_grads, masks;
 };
 
 Plan::Plan(const Layer& model, PlanOptions options)
@@ -63,7 +65,7 @@ Plan::Plan(const Layer& model, PlanOptions options)
     input_shapes_.push_back(values_[static_cast<std::size_t>(id)]->shape);
   }
   input_ids_ = in_ids;
-  inline_graph(*graph, in_ids, output_ids_);
+  inline_graph(*graph, in_ids, output_ids_, &output_mask_ids_);
   // A model's outputs get memory of their own: callers (a tape, the training loop) tell values apart by address,
   // so an output must not share its memory with an input or another output.
   for (int id : output_ids_) {
@@ -79,6 +81,13 @@ Plan::Plan(const Layer& model, PlanOptions options)
   for (int s = 0; s < S; ++s) {
     for (int id : steps_[static_cast<std::size_t>(s)]->in) values_[static_cast<std::size_t>(id)]->use(s);
     for (int id : steps_[static_cast<std::size_t>(s)]->out) values_[static_cast<std::size_t>(id)]->use(s);
+    for (int id : steps_[static_cast<std::size_t>(s)]->mask_in)
+      if (id >= 0) values_[static_cast<std::size_t>(id)]->use(s);
+  }
+  for (int id : output_mask_ids_) {
+    if (id < 0) continue;
+    values_[static_cast<std::size_t>(id)]->use(0);
+    values_[static_cast<std::size_t>(id)]->use(end);
   }
   for (int id : output_ids_) {
     values_[static_cast<std::size_t>(id)]->use(0);
@@ -108,7 +117,8 @@ int Plan::new_value(const Shape& shape) {
   return static_cast<int>(values_.size()) - 1;
 }
 
-void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids) {
+void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids,
+                        std::vector<int>* output_mask_ids) {
   std::unordered_map<const Node*, std::vector<int>> ids;
   for (std::size_t i = 0; i < graph.inputs.size(); ++i) ids[graph.inputs[i].node()] = {input_ids[i]};
   for (const auto& node : graph.nodes) {
@@ -117,13 +127,16 @@ void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, s
     for (const SymbolicTensor& t : node->inputs()) in.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
     if (const Graph* nested = node->layer()->graph()) {
       std::vector<int> out;
-      inline_graph(*nested, in, out);
+      inline_graph(*nested, in, out, nullptr);
       ids[node.get()] = out;
       continue;
     }
     auto step = std::make_unique<Step>();
     step->layer = node->layer().get();
     step->in = in;
+    for (const SymbolicTensor& m : node->input_masks())
+      step->mask_in.push_back(m.defined() ? ids.at(m.node()).at(static_cast<std::size_t>(m.index())) : -1);
+    step->computes_mask = node->computes_mask();
     for (const Shape& s : node->output_shapes()) step->out.push_back(new_value(s.with_batch(options_.batch_size)));
     std::vector<Shape> in_shapes;
     for (int id : in) in_shapes.push_back(values_[static_cast<std::size_t>(id)]->shape);
@@ -140,6 +153,11 @@ void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, s
     steps_.push_back(std::move(step));
   }
   for (const SymbolicTensor& t : graph.outputs) output_ids.push_back(ids.at(t.node()).at(static_cast<std::size_t>(t.index())));
+  if (output_mask_ids)
+    for (const SymbolicTensor& t : graph.outputs) {
+      const SymbolicTensor m = t.mask();
+      output_mask_ids->push_back(m.defined() ? ids.at(m.node()).at(static_cast<std::size_t>(m.index())) : -1);
+    }
 }
 
 void Plan::plan_backward() {
@@ -158,7 +176,7 @@ void Plan::plan_backward() {
       if (weight_index.count(v.get())) has_weights[static_cast<std::size_t>(s)] = true;
     bool rg = has_weights[static_cast<std::size_t>(s)];
     for (int id : st.in) rg = rg || requires_grad[static_cast<std::size_t>(id)];
-    for (int id : st.out) requires_grad[static_cast<std::size_t>(id)] = rg;
+    for (int id : st.out) requires_grad[static_cast<std::size_t>(id)] = rg && !st.computes_mask;
   }
   for (int id : output_ids_) available[static_cast<std::size_t>(id)] = requires_grad[static_cast<std::size_t>(id)];
   for (int s = S - 1; s >= 0; --s) {
@@ -254,6 +272,8 @@ void Plan::plan_backward() {
     }
     if (st.layer->backward_needs_inputs())
       for (int id : st.in) values_[static_cast<std::size_t>(id)]->use(tb);
+    for (int id : st.mask_in)
+      if (id >= 0) values_[static_cast<std::size_t>(id)]->use(tb);
     if (st.layer->backward_needs_outputs())
       for (int id : st.out) values_[static_cast<std::size_t>(id)]->use(tb);
   }
@@ -309,6 +329,7 @@ void Plan::assign_memory() {
   for (auto& st : steps_) {
     for (int id : st->in) st->ins.push_back(values_[static_cast<std::size_t>(id)]->tensor);
     for (int id : st->out) st->outs.push_back(values_[static_cast<std::size_t>(id)]->tensor);
+    for (int id : st->mask_in) st->masks.push_back(id < 0 ? Tensor() : values_[static_cast<std::size_t>(id)]->tensor);
     if (!st->run_backward) continue;
     st->b_ins = st->layer->backward_needs_inputs() ? st->ins : std::vector<Tensor>(st->ins.size());
     st->b_outs = st->layer->backward_needs_outputs() ? st->outs : std::vector<Tensor>(st->outs.size());
@@ -347,6 +368,8 @@ void Plan::set_input(int i, const Tensor& x) {
         st->ins[k] = *t;
         if (st->run_backward && st->layer->backward_needs_inputs()) st->b_ins[k] = *t;
       }
+    for (std::size_t k = 0; k < st->mask_in.size(); ++k)
+      if (const Tensor* t = st->mask_in[k] >= 0 ? bound(st->mask_in[k]) : nullptr) st->masks[k] = *t;
     for (std::size_t k = 0; k < st->out.size(); ++k)
       if (const Tensor* t = bound(st->out[k])) {
         st->outs[k] = *t;
@@ -374,6 +397,7 @@ void Plan::run_forward() {
     ForwardContext ctx;
     ctx.inputs = st->ins;
     ctx.outputs = st->outs;
+    ctx.masks = st->masks;
     ctx.training = options_.training;
     ctx.state = &st->state;
     ctx.step_values = &step_values_;
@@ -387,6 +411,12 @@ const Tensor& Plan::output(int i) const {
   return values_[static_cast<std::size_t>(output_ids_.at(static_cast<std::size_t>(i)))]->tensor;
 }
 
+const Tensor& Plan::output_mask(int i) const {
+  static const Tensor none;
+  const int id = output_mask_ids_.at(static_cast<std::size_t>(i));
+  return id < 0 ? none : values_[static_cast<std::size_t>(id)]->tensor;
+}
+
 Tensor& Plan::output_grad(int i) {
   if (!options_.backward) throw std::logic_error("Plan::output_grad: the plan was compiled without backward");
   return value_tensor(output_grad_ids_.at(static_cast<std::size_t>(i)));
@@ -398,6 +428,7 @@ bool Plan::output_is_fusable_softmax(int i) const {
   int consumers = 0;
   for (const auto& st : steps_) {
     for (int in : st->in) consumers += in == id;
+    for (int in : st->mask_in) consumers += in == id;
     for (int out : st->out)
       if (out == id) producer = st.get();
   }
@@ -433,6 +464,7 @@ void Plan::backward() {
     ctx.grad_outputs = st.g_outs;
     ctx.grad_inputs = st.g_ins;
     ctx.weight_grads = st.w_grads;
+    ctx.masks = st.masks;
     ctx.training = options_.training;
     ctx.output_grad_is_logits = st.output_grad_is_logits;
     ctx.state = &st.state;

@@ -60,6 +60,9 @@ class Plan {
   StepValues& step_values() { return step_values_; }
   // Valid until the next forward().
   const Tensor& output(int i) const;
+  // Output i's mask (SymbolicTensor::mask: 1 keeps a position, 0 masks it), undefined when it has none; valid
+  // until the next forward().
+  const Tensor& output_mask(int i) const;
   // The caller writes dLoss/dOutput i here before backward().
   Tensor& output_grad(int i);
   // Requires options().backward and a preceding forward().
@@ -99,7 +102,9 @@ class Plan {
     int target = -1, source = -1;  // value ids (or -1 - weight index for weight-gradient targets)
   };
 
-  void inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids);
+  // output_mask_ids (the top-level graph only): the outputs' masks, -1 for none.
+  void inline_graph(const Graph& graph, const std::vector<int>& input_ids, std::vector<int>& output_ids,
+                    std::vector<int>* output_mask_ids);
   int new_value(const Shape& shape);
   void plan_backward();
   void assign_memory();
@@ -109,7 +114,7 @@ class Plan {
   PlanOptions options_;
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<std::unique_ptr<Value>> values_;
-  std::vector<int> input_ids_, output_ids_, output_grad_ids_, input_grad_ids_;
+  std::vector<int> input_ids_, output_ids_, output_mask_ids_, output_grad_ids_, input_grad_ids_;
   std::vector<Shape> input_shapes_;
   std::vector<VariablePtr> trainable_;
   std::vector<Tensor> weight_grads_;

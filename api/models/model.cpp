@@ -149,8 +149,13 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
       return;
     }
     for (const SymbolicTensor& in : node->inputs()) visit(in, "layer '" + node->layer()->name() + "'");
+    for (const SymbolicTensor& m : node->input_masks())
+      if (m.defined()) visit(m, "the mask of an input of layer '" + node->layer()->name() + "'");
   };
   for (const SymbolicTensor& out : outputs) visit(out, "output '" + out.name() + "'");
+  // The outputs' masks reach the losses and metrics.
+  for (const SymbolicTensor& out : outputs)
+    if (const SymbolicTensor m = out.mask(); m.defined()) visit(m, "the mask of output '" + out.name() + "'");
   for (const SymbolicTensor& in : inputs)
     if (!seen.count(in.node())) found.push_back(in.node_ptr());  // an unused input still binds data
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });

@@ -362,6 +362,37 @@ void TrainingLoop::stage_loss_inputs(LossInputs& in, const data::Element& batch,
   }
 }
 
+void TrainingLoop::apply_output_mask(LossInputs& in, std::size_t o, const Tensor& mask, Index values,
+                                     Index examples) const {
+  in.masked_weights.resize(in.weights.size());
+  in.masked_metric_weights.resize(in.weights.size());
+  in.masked_weighted_metric_weights.resize(in.weights.size());
+  if (!mask.defined()) {
+    in.masked_weights[o] = {};
+    return;
+  }
+  if (mask.numel() != values)
+    throw std::invalid_argument("Model '" + model_.name() + "': output '" + model_.outputs()[o].name() +
+                                "' has a mask of shape " + mask.shape().to_string() + ", which does not fit its " +
+                                std::to_string(values) + " loss values (" + std::to_string(examples) +
+                                " examples of " + std::to_string(values / std::max<Index>(examples, 1)) + ")");
+  const Device device = mask.device();
+  const Index per = values / std::max<Index>(examples, 1);
+  losses::detail::DeviceDoubles& w = in.masked_weights[o];
+  if (!w.defined() || w.size() != values + 1 || w.device() != device) w = losses::detail::DeviceDoubles(values + 1, device);
+  backend::Backend& be = backend::get(device);
+  be.masked_loss_weights(in.weights[o].data(), per, mask.data<float>(), values, w.data());
+  const auto metric_weights = [&](Tensor& out, const Tensor& example_weights) {
+    if (!out.defined() || out.numel() != values || out.device() != device)
+      out = Tensor(Shape{values}, DType::float32, device);
+    be.masked_metric_weights(example_weights.defined() ? example_weights.data<float>() : nullptr, per,
+                             mask.data<float>(), values, out.data<float>());
+  };
+  metric_weights(in.masked_metric_weights[o], Tensor());
+  const Tensor& mw = in.metric_weights[o].defined() ? in.metric_weights[o] : in.sample_weight;
+  metric_weights(in.masked_weighted_metric_weights[o], mw);
+}
+
 void TrainingLoop::stage_inputs(ReplicaSlot& slot, const data::Element& batch, Index n, bool copy) {
   Plan& plan = *slot.plan;
   StepBuffers& sb = *slot.buffers;
@@ -415,12 +446,15 @@ void TrainingLoop::losses_and_backward(ReplicaSlot& slot, Index n, Mode mode) {
     loss.check_shapes(y_true.shape(), y_pred.shape());
     Tensor& per_example = sb.per_example[o];
     loss.forward(y_true, y_pred, per_example);
+    const Index values = per_example.numel(), per = values / (slot.end - slot.begin);
+    apply_output_mask(in, o, plan.output_mask(static_cast<int>(o)), values, slot.end - slot.begin);
     if (!training) continue;
     // sum_over_batch_size over the global batch: the replicas' parts of the gradient add up to the gradient of
-    // the whole batch's loss.
-    const Index values = per_example.numel(), per = values / (slot.end - slot.begin);
+    // the whole batch's loss. A masked output's weights are per value, each replica's mean over its kept values.
     const double k = loss_weights_[o] / static_cast<double>(n * per);
-    backend::get(device).loss_scale(in.weights[o].data(), values, per, k, sb.scale[o].data<float>());
+    const bool masked = in.masked_weights[o].defined();
+    backend::get(device).loss_scale(masked ? in.masked_weights[o].data() : in.weights[o].data(), values,
+                                    masked ? 1 : per, k, sb.scale[o].data<float>());
     const bool fuse = loss.can_fuse_softmax() && plan.output_is_fusable_softmax(static_cast<int>(o));
     plan.set_output_grad_is_logits(static_cast<int>(o), fuse);
     if (fuse)
@@ -543,6 +577,18 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
       parts_[r] = slots_[r].plan ? slots_[r].plan->output(static_cast<int>(o)) : Tensor();
     replicas.gather(n, parts_, g.y_pred[o]);
   }
+  // The outputs' masks, for the whole batch's loss weights.
+  g.masks.resize(no);
+  if (mode != Mode::predict)
+    for (std::size_t o = 0; o < no; ++o) {
+      const SymbolicTensor m = model_.outputs()[o].mask();
+      if (!m.defined()) continue;
+      const Shape shape = m.shape().with_batch(n);
+      if (!g.masks[o].defined() || g.masks[o].shape() != shape) g.masks[o] = Tensor(shape, DType::float32, g.per_example[o].device());
+      for (std::size_t r = 0; r < locals; ++r)
+        parts_[r] = slots_[r].plan ? slots_[r].plan->output_mask(static_cast<int>(o)) : Tensor();
+      replicas.gather(n, parts_, g.masks[o]);
+    }
   return g;
 }
 
@@ -564,7 +610,11 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   bool graphed = false;  // penalties and update done in the (captured) step
   if (replicas) {
     Gathered& g = distributed_step(*replicas, batch, mode);
-    if (mode != Mode::predict) stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device(), training);
+    if (mode != Mode::predict) {
+      stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device(), training);
+      for (std::size_t o = 0; o < no; ++o)
+        apply_output_mask(g.loss_inputs, o, o < g.masks.size() ? g.masks[o] : Tensor(), g.per_example[o].numel(), n);
+    }
     per_example = &g.per_example;
     in = &g.loss_inputs;
     y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
@@ -593,15 +643,18 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   if (!graphed) add_penalties(trainable, examples);
   for (std::size_t o = 0; o < no; ++o) {
     const Tensor& pe = (*per_example)[o];
-    const Index values = pe.numel(), per = values / n;
-    const double* w = in->weights[o].data();
+    const bool masked = o < in->masked_weights.size() && in->masked_weights[o].defined();
+    const Index values = pe.numel(), per = masked ? 1 : values / n;
+    const double* w = masked ? in->masked_weights[o].data() : in->weights[o].data();
     double* sums = loss_sums(pe.device()).data();
     backend::Backend& be = backend::get(pe.device());
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per, examples / static_cast<double>(values), sums + 1 + o);
     be.accumulate_weighted_sum(pe.data<float>(), w, values, per,
                                loss_weights_[o] * examples / static_cast<double>(values), sums);
-    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o));
-    const Tensor& mw = in->metric_weights[o].defined() ? in->metric_weights[o] : in->sample_weight;
+    const Tensor& plain = masked ? in->masked_metric_weights[o] : Tensor();
+    for (const auto& m : metrics_[o]) m->update_state(in->targets[o], y_pred(o), plain);
+    const Tensor& mw = masked ? in->masked_weighted_metric_weights[o]
+                              : in->metric_weights[o].defined() ? in->metric_weights[o] : in->sample_weight;
     for (const auto& m : weighted_metrics_[o]) m->update_state(in->targets[o], y_pred(o), mw);
   }
 

@@ -187,6 +187,10 @@ class TrainingLoop {
     Tensor sample_weight, staged_sample_weight;
     std::vector<losses::detail::DeviceDoubles> weights;
     std::vector<Tensor> metric_weights;
+    // Per output with a mask (Plan::output_mask), else undefined: one loss weight per loss value (Keras' apply_mask,
+    // plus the kept count) and one weight per value for its metrics and its weighted metrics.
+    std::vector<losses::detail::DeviceDoubles> masked_weights;
+    std::vector<Tensor> masked_metric_weights, masked_weighted_metric_weights;
     Tensor class_ids;  // class_weight_ on the device, as of class_weight_version
     losses::detail::DeviceDoubles class_weights;
     int class_weight_version = -1;
@@ -210,7 +214,7 @@ class TrainingLoop {
   // Per global batch size: every example's loss values and predictions, per output, gathered from the replicas,
   // and the whole batch's loss inputs beside them.
   struct Gathered {
-    std::vector<Tensor> per_example, y_pred;
+    std::vector<Tensor> per_example, y_pred, masks;
     LossInputs loss_inputs;
   };
 
@@ -304,6 +308,8 @@ class TrainingLoop {
                          bool training, bool copy = false) const;
   // class_weight_ in `in`, on `device`: copied there when fit() has set new class weights since the last copy.
   void stage_class_weights(LossInputs& in, Device device) const;
+  // Output o's masked weights in `in` from its mask (values loss values, of examples examples), or none without one.
+  void apply_output_mask(LossInputs& in, std::size_t o, const Tensor& mask, Index values, Index examples) const;
   // The loss sums kept on `device`: {sum of the weighted loss, then per output its own} over the examples so far.
   losses::detail::DeviceDoubles& loss_sums(Device device);
   void check_batch(const data::Element& batch, Mode mode) const;

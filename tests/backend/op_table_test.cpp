@@ -107,6 +107,8 @@ const std::map<std::string, std::string>& ops_tested_elsewhere() {
       {"loss_backward_through_softmax", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"example_weights", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"loss_scale", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"masked_loss_weights", "MaskedTraining.LossesAndMetricsOnTheGpuMatchTheCpu_CUDA"},
+      {"masked_metric_weights", "MaskedTraining.LossesAndMetricsOnTheGpuMatchTheCpu_CUDA"},
       {"accumulate_weighted_sum", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"accumulate_penalty", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"add_penalty_gradient", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},

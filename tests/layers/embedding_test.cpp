@@ -64,10 +64,7 @@ TEST(Embedding, AnIdOutOfRangeNamesTheLayerAndTheId) {
   EXPECT_NE(m.find("size 10"), std::string::npos) << m;
 }
 
-TEST(Embedding, MaskZeroIsRefusedAtConstruction) {
-  const std::string m = message_of([] { layers::Embedding({.input_dim = 10, .output_dim = 2, .mask_zero = true}); });
-  EXPECT_NE(m.find("(Embedding): mask_zero=true is not supported"), std::string::npos) << m;
-  EXPECT_NE(m.find("masks"), std::string::npos) << m;
+TEST(Embedding, MaskZeroFromAConfigMasksIdZero) {
   Config c = Config::map();
   c.set("input_dim", 10);
   c.set("output_dim", 2);
@@ -75,7 +72,15 @@ TEST(Embedding, MaskZeroIsRefusedAtConstruction) {
   Config s = Config::map();
   s.set("class_name", "Embedding");
   s.set("config", c);
-  EXPECT_THROW(layer_from_config(s), std::invalid_argument);
+  const LayerPtr layer = layer_from_config(s);
+  SymbolicTensor ids = Input({3});
+  const SymbolicTensor out = (*layer)(ids);
+  ASSERT_TRUE(out.mask().defined());
+  Model model(ids, out);
+  Plan& plan = model->plan_for(2, false);
+  plan.set_input(0, Tensor::from_vector(std::vector<float>{3, 0, 1, 0, 0, 9}, {2, 3}));
+  plan.forward();
+  EXPECT_EQ(plan.output_mask(0).to_vector(), (std::vector<float>{1, 0, 1, 0, 0, 1}));
 }
 
 TEST(Embedding, BadSizesAreRefused) {

@@ -67,6 +67,15 @@ void CpuBackend::loss_scale(const double* weights, Index n, Index per, double k,
   elementwise(n, math::LossScale{weights, per, k, scale});
 }
 
+void CpuBackend::masked_loss_weights(const double* weights, Index per, const float* mask, Index n, double* out) {
+  reduce(n, math::KeptPosition{mask}, math::SumsPlus{}, zeros<1>(), math::StoreSum{out + n});
+  elementwise(n, math::MaskedLossWeight{weights, per, mask, n, out});
+}
+
+void CpuBackend::masked_metric_weights(const float* weights, Index per, const float* mask, Index n, float* out) {
+  elementwise(n, math::MaskedMetricWeight{weights, per, mask, out});
+}
+
 void CpuBackend::accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
                                          double* total) {
   reduce(n, math::WeightedValue{x, weights, per}, math::SumsPlus{}, zeros<1>(), math::AddScaledSum{total, factor});

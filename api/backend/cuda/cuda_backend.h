@@ -146,6 +146,8 @@ class CudaBackend final : public Backend {
   void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) override;
   void example_weights(const ExampleWeightParams& p, double* weights) override;
   void loss_scale(const double* weights, Index n, Index per, double k, float* scale) override;
+  void masked_loss_weights(const double* weights, Index per, const float* mask, Index n, double* out) override;
+  void masked_metric_weights(const float* weights, Index per, const float* mask, Index n, float* out) override;
   void accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
                                double* total) override;
   void accumulate_penalty(const float* w, Index n, double l1, double l2, double factor, double* total) override;

@@ -54,6 +54,16 @@ void CudaBackend::loss_scale(const double* weights, Index n, Index per, double k
   for_each(n, math::LossScale{weights, per, k, scale}, stream(), "loss_scale");
 }
 
+void CudaBackend::masked_loss_weights(const double* weights, Index per, const float* mask, Index n, double* out) {
+  reduce(*this, n, math::KeptPosition{mask}, math::SumsPlus{}, zeros<1>(), math::StoreSum{out + n},
+         "masked_loss_weights");
+  for_each(n, math::MaskedLossWeight{weights, per, mask, n, out}, stream(), "masked_loss_weights");
+}
+
+void CudaBackend::masked_metric_weights(const float* weights, Index per, const float* mask, Index n, float* out) {
+  for_each(n, math::MaskedMetricWeight{weights, per, mask, out}, stream(), "masked_metric_weights");
+}
+
 void CudaBackend::accumulate_weighted_sum(const float* x, const double* weights, Index n, Index per, double factor,
                                           double* total) {
   reduce(*this, n, math::WeightedValue{x, weights, per}, math::SumsPlus{}, zeros<1>(),

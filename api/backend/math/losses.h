@@ -409,6 +409,42 @@ struct AddScaledSum {
   TOWER_HD void operator()(const Sums<1>& s) const { *total += s.v[0] * factor; }
 };
 
+// 1 for a kept position of a mask (non-zero), 0 for a masked one.
+struct KeptPosition {
+  const float* mask;
+  TOWER_HD Sums<1> operator()(Index i) const { return {{mask[i] != 0.f ? 1.0 : 0.0}}; }
+};
+
+// *total = sum.
+struct StoreSum {
+  double* total;
+  TOWER_HD void operator()(const Sums<1>& s) const { *total = s.v[0]; }
+};
+
+// Keras' apply_mask for a sum_over_batch_size loss: a masked value weighs 0, a kept one its example's weight times
+// n / kept, kept (the number of kept values) being at out[n], so the mean over all n values is the mean over the
+// kept ones (all 0 when none is kept).
+struct MaskedLossWeight {
+  const double* weights;
+  Index per;
+  const float* mask;
+  Index n;
+  double* out;
+  TOWER_HD void operator()(Index i) const {
+    out[i] = mask[i] != 0.f ? weights[i / per] * static_cast<double>(n) / out[n] : 0.0;
+  }
+};
+
+// A metric's weight of one position under a mask (Keras' apply_mask with reduction "sum"): its example's weight
+// (1 without weights) where kept, 0 where masked.
+struct MaskedMetricWeight {
+  const float* weights;
+  Index per;
+  const float* mask;
+  float* out;
+  TOWER_HD void operator()(Index i) const { out[i] = mask[i] != 0.f ? (weights ? weights[i / per] : 1.f) : 0.f; }
+};
+
 // {|w|, w^2} of one weight.
 struct PenaltyTerms {
   const float* w;
