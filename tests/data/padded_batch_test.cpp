@@ -174,6 +174,8 @@ TEST(PaddedBatchTest, MismatchedArgumentsAreClearErrors) {
   fails(ds.padded_batch(2, {Shape{4, 1}, Shape{}}), "padded shape (4, 1) of rank 2 for component 0 of rank 1");
   fails(ds.padded_batch(2, {}, {0.0, 1.0, 2.0}), "3 padding values for elements of 2 components");
   fails(from_elements({{ints({1}, Shape{1})}, {Tensor::zeros({2})}}).padded_batch(2), "int32");
+  fails(ds.padded_batch(2, {}, {0.5, 0.0}), "padding value 0.5 for component 0 does not fit its dtype int32");
+  fails(ds.padded_batch(2, {}, {0.0, -3e9}), "padding value -3e+09 for component 1 does not fit its dtype int32");
   EXPECT_THROW(ds.padded_batch(0), std::invalid_argument);
   EXPECT_THROW(ds.padded_batch(2, {Shape{-2}, Shape{}}), std::invalid_argument);
 }

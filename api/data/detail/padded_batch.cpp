@@ -4,35 +4,41 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace tower::data::detail {
 namespace {
 
 const std::string kPadded = "Dataset.padded_batch: ";
 
-template <class T> void fill_as(const Tensor& t, double value) {
-  std::fill_n(t.data<T>(), t.numel(), static_cast<T>(value));
-}
-
-template <class T> bool holds(double value) {
-  return value == std::floor(value) && value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-         value <= static_cast<double>(std::numeric_limits<T>::max());
-}
-
-// `t` filled with `value`, which must be exact in t's integer dtype.
-void fill_with(const Tensor& t, double value, std::size_t component) {
-  bool exact = true;
-  switch (t.dtype()) {
-    case DType::float32: fill_as<float>(t, value); break;
-    case DType::int32: exact = holds<std::int32_t>(value); if (exact) fill_as<std::int32_t>(t, value); break;
-    case DType::int64: exact = holds<std::int64_t>(value); if (exact) fill_as<std::int64_t>(t, value); break;
-    case DType::uint8: exact = holds<std::uint8_t>(value); if (exact) fill_as<std::uint8_t>(t, value); break;
+// Fills `t` with `value` unless t's integer dtype cannot hold it exactly; false then.
+template <class T> bool fill_exact(const Tensor& t, double value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (value != std::floor(value) || value < static_cast<double>(std::numeric_limits<T>::lowest()) ||
+        value >= static_cast<double>(std::numeric_limits<T>::max()) + 1.0)
+      return false;
   }
-  if (!exact)
-    throw std::invalid_argument(kPadded + "padding value " + std::to_string(value) + " for component " +
-                                std::to_string(component) + " is not a " + dtype_name(t.dtype()) + " value");
+  std::fill_n(t.data<T>(), t.numel(), static_cast<T>(value));
+  return true;
+}
+
+void fill_with(const Tensor& t, double value, std::size_t component) {
+  bool exact = false;
+  switch (t.dtype()) {
+    case DType::float32: exact = fill_exact<float>(t, value); break;
+    case DType::int32: exact = fill_exact<std::int32_t>(t, value); break;
+    case DType::int64: exact = fill_exact<std::int64_t>(t, value); break;
+    case DType::uint8: exact = fill_exact<std::uint8_t>(t, value); break;
+  }
+  if (!exact) {
+    std::ostringstream message;
+    message << kPadded << "padding value " << value << " for component " << component << " does not fit its dtype "
+            << dtype_name(t.dtype());
+    throw std::invalid_argument(message.str());
+  }
 }
 
 // The padded shape of component c of a batch: the given one (or all -1) with each -1 resolved.
