@@ -11,6 +11,7 @@
 #include "api/core/random.h"
 #include "api/data/detail/background_iterators.h"
 #include "api/data/detail/dataset_node.h"
+#include "api/data/detail/padded_batch.h"
 
 namespace tower::data {
 namespace detail {
@@ -476,9 +477,11 @@ class BatchRowsIterator : public Iterator {
 
 std::string describe(const Tensor& t) { return t.shape().to_string() + " " + dtype_name(t.dtype()); }
 
-// Throws unless `element` (input element number `index`) matches `first` (number `first_index`).
-void check_batchable(const Element& element, Index index, const Element& first, Index first_index) {
-  const std::string where = "Dataset.batch: element " + std::to_string(index);
+// Throws unless `element` (input element number `index`) matches `first` (number `first_index`): in shapes and
+// dtypes, or for a padded batch in ranks and dtypes.
+void check_batchable(const Element& element, Index index, const Element& first, Index first_index, bool padded) {
+  const std::string where = (padded ? "Dataset.padded_batch: element " : "Dataset.batch: element ") +
+                            std::to_string(index);
   if (element.size() != first.size())
     throw std::invalid_argument(where + " has " + std::to_string(element.size()) + " components but element " +
                                 std::to_string(first_index) + " has " + std::to_string(first.size()));
@@ -488,10 +491,13 @@ void check_batchable(const Element& element, Index index, const Element& first, 
     if (!t.device().is_cpu())
       throw std::invalid_argument(where + " has component " + std::to_string(c) + " on " + t.device().to_string() +
                                   "; pipelines batch host tensors only");
-    if (t.shape() != first[c].shape() || t.dtype() != first[c].dtype())
+    const bool same_shape = padded ? t.rank() == first[c].rank() : t.shape() == first[c].shape();
+    if (!same_shape || t.dtype() != first[c].dtype())
       throw std::invalid_argument(where + " has component " + std::to_string(c) + " of shape " + describe(t) +
                                   " but element " + std::to_string(first_index) + " (the first of its batch) has " +
-                                  describe(first[c]) + "; the elements of a batch must have equal shapes");
+                                  describe(first[c]) +
+                                  (padded ? "; the components of a padded batch must agree in rank and dtype"
+                                          : "; the elements of a batch must have equal shapes"));
   }
 }
 
@@ -506,45 +512,62 @@ Tensor stack_component(const std::vector<Element>& elements, std::size_t c) {
   return out;
 }
 
+}  // namespace
+
+Element detail::batch_elements(const std::vector<Element>& elements, const std::vector<Index>& numbers,
+                               const Padding* padding) {
+  for (std::size_t i = 0; i < elements.size(); ++i)
+    check_batchable(elements[i], numbers[i], elements[0], numbers[0], padding != nullptr);
+  if (padding) return pad_and_stack(elements, numbers, *padding);
+  Element batch;
+  batch.reserve(elements[0].size());
+  for (std::size_t c = 0; c < elements[0].size(); ++c) batch.push_back(stack_component(elements, c));
+  return batch;
+}
+
+namespace {
+
 class BatchIterator : public Iterator {
  public:
-  BatchIterator(std::unique_ptr<Iterator> input, Index batch_size, bool drop_remainder)
-      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  BatchIterator(std::unique_ptr<Iterator> input, Index batch_size, bool drop_remainder,
+                std::optional<detail::Padding> padding)
+      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder),
+        padding_(std::move(padding)) {}
   std::optional<Element> next() override {
     std::vector<Element> elements;
-    const Index first_index = seen_;
+    std::vector<Index> numbers;
     while (static_cast<Index>(elements.size()) < batch_size_) {
       std::optional<Element> element = input_->next();
       if (!element) break;
-      check_batchable(*element, seen_, elements.empty() ? *element : elements[0], first_index);
-      ++seen_;
       elements.push_back(std::move(*element));
+      numbers.push_back(seen_++);
     }
     if (elements.empty() || (drop_remainder_ && static_cast<Index>(elements.size()) < batch_size_))
       return std::nullopt;
-    Element batch;
-    batch.reserve(elements[0].size());
-    for (std::size_t c = 0; c < elements[0].size(); ++c) batch.push_back(stack_component(elements, c));
-    return batch;
+    return detail::batch_elements(elements, numbers, padding_ ? &*padding_ : nullptr);
   }
 
  private:
   std::unique_ptr<Iterator> input_;
   Index batch_size_;
   bool drop_remainder_;
+  std::optional<detail::Padding> padding_;
   Index seen_ = 0;
 };
 
+// batch(), or padded_batch() when given a Padding.
 class BatchNode : public DatasetNode {
  public:
-  BatchNode(NodePtr input, Index batch_size, bool drop_remainder)
-      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  BatchNode(NodePtr input, Index batch_size, bool drop_remainder, std::optional<detail::Padding> padding = {})
+      : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder),
+        padding_(std::move(padding)) {}
   const DatasetNode* input() const override { return input_.get(); }
   std::unique_ptr<Iterator> make_iterator() const override {
-    if (const auto* sources = input_->rows())
+    const auto* sources = input_->rows();
+    if (sources && !padding_)
       return std::make_unique<BatchRowsIterator>(*sources, input_->make_row_iterator(), batch_size_,
                                                  drop_remainder_);
-    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_);
+    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_, padding_);
   }
   Index cardinality() const override {
     const Index in = input_->cardinality();
@@ -556,6 +579,7 @@ class BatchNode : public DatasetNode {
   NodePtr input_;
   Index batch_size_;
   bool drop_remainder_;
+  std::optional<detail::Padding> padding_;
 };
 
 // ---- prefetch ------------------------------------------------------------------------------------------------
@@ -622,6 +646,62 @@ Dataset Dataset::batch(Index batch_size, bool drop_remainder) const {
   if (batch_size < 1)
     throw std::invalid_argument("Dataset.batch: batch_size must be >= 1, got " + std::to_string(batch_size));
   return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder));
+}
+
+namespace {
+
+void check_padded_shapes(const std::string& where, const std::vector<Shape>& padded_shapes,
+                         const std::vector<double>& padding_values) {
+  for (const Shape& shape : padded_shapes)
+    for (Index d : shape)
+      if (d < -1)
+        throw std::invalid_argument(where + ": padded shape " + shape.to_string() + " has a dimension " +
+                                    std::to_string(d) + "; dimensions are >= 0, or -1 for the longest in the batch");
+  if (!padded_shapes.empty() && !padding_values.empty() && padded_shapes.size() != padding_values.size())
+    throw std::invalid_argument(where + ": " + std::to_string(padded_shapes.size()) + " padded shapes but " +
+                                std::to_string(padding_values.size()) + " padding values");
+}
+
+}  // namespace
+
+Dataset Dataset::padded_batch(Index batch_size, std::vector<Shape> padded_shapes, std::vector<double> padding_values,
+                              bool drop_remainder) const {
+  if (batch_size < 1)
+    throw std::invalid_argument("Dataset.padded_batch: batch_size must be >= 1, got " + std::to_string(batch_size));
+  check_padded_shapes("Dataset.padded_batch", padded_shapes, padding_values);
+  return Dataset(std::make_shared<BatchNode>(node_, batch_size, drop_remainder,
+                                             detail::Padding{std::move(padded_shapes), std::move(padding_values)}));
+}
+
+Dataset Dataset::bucket_by_sequence_length(ElementLengthFn element_length_func, std::vector<Index> bucket_boundaries,
+                                           std::vector<Index> bucket_batch_sizes, std::vector<Shape> padded_shapes,
+                                           std::vector<double> padding_values, bool pad_to_bucket_boundary,
+                                           bool no_padding, bool drop_remainder) const {
+  const std::string where = "Dataset.bucket_by_sequence_length";
+  if (!element_length_func) throw std::invalid_argument(where + ": empty element_length_func");
+  if (bucket_batch_sizes.size() != bucket_boundaries.size() + 1)
+    throw std::invalid_argument(where + ": len(bucket_batch_sizes) must equal len(bucket_boundaries) + 1, got " +
+                                std::to_string(bucket_batch_sizes.size()) + " batch sizes for " +
+                                std::to_string(bucket_boundaries.size()) + " boundaries");
+  if (std::adjacent_find(bucket_boundaries.begin(), bucket_boundaries.end(), std::greater_equal<>()) !=
+      bucket_boundaries.end())
+    throw std::invalid_argument(where + ": bucket_boundaries must increase, got " +
+                                Shape(bucket_boundaries).to_string());
+  for (Index size : bucket_batch_sizes)
+    if (size < 1)
+      throw std::invalid_argument(where + ": bucket_batch_sizes must be >= 1, got " +
+                                  Shape(bucket_batch_sizes).to_string());
+  if (pad_to_bucket_boundary && !no_padding && bucket_boundaries.empty())
+    throw std::invalid_argument(where + ": pad_to_bucket_boundary needs at least one bucket boundary");
+  check_padded_shapes(where, padded_shapes, padding_values);
+  return Dataset(detail::bucket_by_sequence_length_node(
+      node_, {.element_length_func = std::move(element_length_func),
+              .boundaries = std::move(bucket_boundaries),
+              .batch_sizes = std::move(bucket_batch_sizes),
+              .padding = {std::move(padded_shapes), std::move(padding_values)},
+              .pad_to_bucket_boundary = pad_to_bucket_boundary,
+              .no_padding = no_padding,
+              .drop_remainder = drop_remainder}));
 }
 
 Dataset Dataset::prefetch(int buffer_size) const {

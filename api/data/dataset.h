@@ -66,6 +66,31 @@ class Dataset {
   // next() throws std::invalid_argument naming the element index and the shapes otherwise.
   // Requires batch_size >= 1.
   Dataset batch(Index batch_size, bool drop_remainder = false) const;
+  // tf.data's padded_batch: batch() for elements whose components differ in shape. Component c of the batch is
+  // [n] + padded_shapes[c], each element's component copied to the start of its slot (so padded at the end of
+  // every dimension) and the rest filled with padding_values[c] in the component's dtype. A dimension of -1 in
+  // padded_shapes (every dimension when padded_shapes is empty) takes the longest of the batch. padding_values
+  // empty: 0 everywhere. next() throws std::invalid_argument naming the element, component, dimension and sizes
+  // when an element is longer than its padded shape, when elements differ in number of components or in a
+  // component's rank or dtype, or when padded_shapes / padding_values do not give one entry (of the component's
+  // rank; a value its dtype holds) per component. Requires batch_size >= 1 and padded dimensions >= -1.
+  Dataset padded_batch(Index batch_size, std::vector<Shape> padded_shapes = {}, std::vector<double> padding_values = {},
+                       bool drop_remainder = false) const;
+  using ElementLengthFn = std::function<Index(const Element&)>;
+  // tf.data's bucket_by_sequence_length: element_length_func(element) puts each element in bucket i, the first
+  // with length < bucket_boundaries[i] (the last bucket takes the rest), and a bucket is emitted as one batch,
+  // made as padded_batch (batch() with no_padding) makes it, as soon as it holds bucket_batch_sizes[i]
+  // elements. At the end of the input the partial buckets follow in bucket order (none with drop_remainder),
+  // as tf.data's group_by_window flushes them. With pad_to_bucket_boundary the dimensions padded_shapes leaves
+  // at -1 (all, when it is empty) are padded to bucket_boundaries[i] - 1 instead of the batch's longest, and
+  // next() throws std::invalid_argument for an element of length >= the last boundary (no_padding overrides
+  // pad_to_bucket_boundary, as in tf.data). Requires bucket_batch_sizes.size() == bucket_boundaries.size() + 1,
+  // increasing boundaries, batch sizes >= 1; throws std::invalid_argument otherwise. Cardinality unknown, as
+  // tf.data's.
+  Dataset bucket_by_sequence_length(ElementLengthFn element_length_func, std::vector<Index> bucket_boundaries,
+                                    std::vector<Index> bucket_batch_sizes, std::vector<Shape> padded_shapes = {},
+                                    std::vector<double> padding_values = {}, bool pad_to_bucket_boundary = false,
+                                    bool no_padding = false, bool drop_remainder = false) const;
   // Produces elements on a background thread into a queue of buffer_size (AUTOTUNE: 2; 0: no thread).
   // Destroying the iterator stops and joins the thread, also before the end is reached.
   Dataset prefetch(int buffer_size) const;
