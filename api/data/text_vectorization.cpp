@@ -50,7 +50,7 @@ void check_utf8(const std::string& layer, const std::string& text, std::size_t i
 bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // Keras' DEFAULT_STRIP_REGEX, r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']': all of ASCII's punctuation.
-bool is_keras_punctuation(char c) { return std::strchr("!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'", c) != nullptr && c; }
+bool is_keras_punctuation(char c) { return c != '\0' && std::strchr("!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'", c); }
 
 std::string lower_ascii(std::string text) {
   for (char& c : text)
@@ -113,9 +113,11 @@ std::string normalized_output_mode(const std::string& mode) {
 std::vector<int> ngram_widths(const TextVectorizationOptions& o) {
   std::vector<int> widths;
   if (const int* n = std::get_if<int>(&o.ngrams)) {
-    widths.resize(std::max(*n, 0));
-    std::iota(widths.begin(), widths.end(), 1);
-    if (*n < 1) widths = {*n};
+    widths = {*n};
+    if (*n > 1) {  // n means the widths 1..n
+      widths.resize(*n);
+      std::iota(widths.begin(), widths.end(), 1);
+    }
   } else if (const auto* list = std::get_if<std::vector<int>>(&o.ngrams)) {
     widths = *list;
   }

@@ -13,7 +13,7 @@ std::string text_file(const std::string& name) {
   return (tower::testing::reference_dir() / "data/text" / name).string();
 }
 
-TEST(TextLines, ReadsFilesAsTextLineDataset) {
+TEST(TextLinesTest, ReadsFilesAsTextLineDataset) {
   const Config doc = tower::testing::read_json_fixture("data/text/text_fixtures.json");
   for (const Config& c : doc.at("text_lines").as_list()) {
     std::vector<std::string> paths, expected;
@@ -24,7 +24,7 @@ TEST(TextLines, ReadsFilesAsTextLineDataset) {
   }
 }
 
-TEST(TextLines, AMissingFileIsNamed) {
+TEST(TextLinesTest, AMissingFileIsNamed) {
   const std::string missing = text_file("no_such_file.txt");
   try {
     (void)read_text_lines({text_file("corpus.txt"), missing});

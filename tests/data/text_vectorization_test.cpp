@@ -64,7 +64,7 @@ void expect_like_keras(const TextVectorization& layer, const Config& c) {
   }
 }
 
-TEST(TextVectorization, MatchesKerasOnEveryFixtureCase) {
+TEST(TextVectorizationTest, MatchesKerasOnEveryFixtureCase) {
   for (const Config& c : fixtures().at("text_vectorization").as_list()) {
     SCOPED_TRACE(c.at("name").as_string());
     TextVectorization layer(c.at("config"));
@@ -73,14 +73,14 @@ TEST(TextVectorization, MatchesKerasOnEveryFixtureCase) {
   }
 }
 
-TEST(TextVectorization, OptionsStructIsKerasDefaults) {
+TEST(TextVectorizationTest, OptionsStructIsKerasDefaults) {
   const Config& c = fixture("default");
   TextVectorization layer;
   layer.adapt(corpus());
   expect_like_keras(layer, c);
 }
 
-TEST(TextVectorization, AdaptingInPiecesEqualsAdaptingAtOnce) {
+TEST(TextVectorizationTest, AdaptingInPiecesEqualsAdaptingAtOnce) {
   const Config& c = fixture("tf_idf");
   TextVectorization layer({.output_mode = "tf_idf"});
   const std::vector<std::string> lines = corpus();
@@ -91,7 +91,7 @@ TEST(TextVectorization, AdaptingInPiecesEqualsAdaptingAtOnce) {
   expect_like_keras(layer, c);
 }
 
-TEST(TextVectorization, KerasDocstringExample) {
+TEST(TextVectorizationTest, KerasDocstringExample) {
   TextVectorization layer({.max_tokens = 5000, .output_sequence_length = 4});
   layer.adapt({"foo bar", "bar baz", "baz bada boom"});
   EXPECT_EQ(ints(layer({"foo qux bar", "qux baz"})), (std::vector<std::int32_t>{4, 1, 3, 0, 1, 2, 0, 0}));
@@ -100,19 +100,19 @@ TEST(TextVectorization, KerasDocstringExample) {
   EXPECT_EQ(given.get_vocabulary(false), (std::vector<std::string>{"earth", "wind", "and", "fire"}));
 }
 
-TEST(TextVectorization, TiesAreBrokenByTheTokensInDescendingOrder) {
+TEST(TextVectorizationTest, TiesAreBrokenByTheTokensInDescendingOrder) {
   TextVectorization layer;
   layer.adapt({"b a c", "c a b", "d"});
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<std::string>{"", "[UNK]", "c", "b", "a", "d"}));
 }
 
-TEST(TextVectorization, LowercasesAsciiOnlyAndSplitsCharactersIntoCodePoints) {
+TEST(TextVectorizationTest, LowercasesAsciiOnlyAndSplitsCharactersIntoCodePoints) {
   TextVectorization layer({.standardize = "lower", .split = "character"});
   layer.adapt({"ÉA😀"});
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<std::string>{"", "[UNK]", "😀", "É", "a"}));
 }
 
-TEST(TextVectorization, FunctionsStandardizeAndSplit) {
+TEST(TextVectorizationTest, FunctionsStandardizeAndSplit) {
   TextVectorization layer({.standardize = [](const std::string& s) { return s + "-x"; },
                            .split = [](const std::string& s) {
                              return std::vector<std::string>{s.substr(0, 1), s.substr(1)};
@@ -124,7 +124,7 @@ TEST(TextVectorization, FunctionsStandardizeAndSplit) {
             std::string::npos);
 }
 
-TEST(TextVectorization, ConfigRoundTripKeepsTheVocabulary) {
+TEST(TextVectorizationTest, ConfigRoundTripKeepsTheVocabulary) {
   for (const std::string mode : {"int", "tf_idf", "count"}) {
     SCOPED_TRACE(mode);
     TextVectorization layer({.max_tokens = 10, .ngrams = 2, .output_mode = mode});
@@ -141,7 +141,7 @@ TEST(TextVectorization, ConfigRoundTripKeepsTheVocabulary) {
   }
 }
 
-TEST(TextVectorization, InvalidUtf8IsAClearError) {
+TEST(TextVectorizationTest, InvalidUtf8IsAClearError) {
   TextVectorization layer({.split = "character"});
   const std::string message =
       error_of<std::invalid_argument>([&] { layer.adapt({"fine", std::string("ab\xff") + "c"}); });
@@ -154,7 +154,7 @@ TEST(TextVectorization, InvalidUtf8IsAClearError) {
   EXPECT_THROW((void)layer({"\xed\xa0\x80"}), std::invalid_argument);
 }
 
-TEST(TextVectorization, CallingWithoutAVocabularyIsAClearError) {
+TEST(TextVectorizationTest, CallingWithoutAVocabularyIsAClearError) {
   TextVectorization layer;
   EXPECT_NE(error_of<std::logic_error>([&] { (void)layer({"a b"}); }).find("has no vocabulary"),
             std::string::npos);
@@ -163,7 +163,7 @@ TEST(TextVectorization, CallingWithoutAVocabularyIsAClearError) {
             std::string::npos);
 }
 
-TEST(TextVectorization, OptionsKerasRefusesAreRefused) {
+TEST(TextVectorizationTest, OptionsKerasRefusesAreRefused) {
   using O = TextVectorizationOptions;
   const std::vector<std::pair<O, std::string>> cases = {
       {O{.max_tokens = 1}, "max_tokens must be greater than 1"},
@@ -191,7 +191,7 @@ TEST(TextVectorization, OptionsKerasRefusesAreRefused) {
   }
 }
 
-TEST(TextVectorization, AConfigOfTheWrongTypeNamesItsProblem) {
+TEST(TextVectorizationTest, AConfigOfTheWrongTypeNamesItsProblem) {
   Config config = Config::map();
   config.set("sparse", true);
   EXPECT_THROW(TextVectorization{config}, ConfigError);

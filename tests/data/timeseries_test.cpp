@@ -22,7 +22,7 @@ std::optional<Index> optional_index(const Config& kwargs, const char* key) {
   return kwargs.at(key).as_int();
 }
 
-TEST(Timeseries, WindowsAndTargetsMatchKeras) {
+TEST(TimeseriesTest, WindowsAndTargetsMatchKeras) {
   const Config doc = tower::testing::read_json_fixture("data/text/text_fixtures.json");
   for (const Config& c : doc.at("timeseries").as_list()) {
     SCOPED_TRACE(c.at("name").as_string());
@@ -59,7 +59,7 @@ TEST(Timeseries, WindowsAndTargetsMatchKeras) {
   }
 }
 
-TEST(Timeseries, BatchesAndKeepsTheDtype) {
+TEST(TimeseriesTest, BatchesAndKeepsTheDtype) {
   std::vector<std::int32_t> ids(11);
   std::iota(ids.begin(), ids.end(), 0);
   const Tensor text = Tensor::from_vector(ids, Shape{11});
@@ -72,7 +72,7 @@ TEST(Timeseries, BatchesAndKeepsTheDtype) {
   EXPECT_EQ(shapes, (std::vector<Shape>{Shape{2, 4}, Shape{1, 4}}));
 }
 
-TEST(Timeseries, ShuffleIsASeededPermutationOfTheWindows) {
+TEST(TimeseriesTest, ShuffleIsASeededPermutationOfTheWindows) {
   const Tensor data = arange(Shape{50});
   const TimeseriesOptions options{.sequence_length = 2, .batch_size = 0, .shuffle = true, .seed = 7};
   std::vector<float> first, again;
@@ -87,7 +87,7 @@ TEST(Timeseries, ShuffleIsASeededPermutationOfTheWindows) {
   EXPECT_NE(first, all);
 }
 
-TEST(Timeseries, KerasChecksAreClearErrors) {
+TEST(TimeseriesTest, KerasChecksAreClearErrors) {
   const Tensor data = arange(Shape{10});
   const std::vector<std::pair<TimeseriesOptions, std::string>> cases = {
       {{.sequence_length = 0}, "sequence_length must be >= 1"},
