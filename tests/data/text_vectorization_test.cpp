@@ -141,6 +141,19 @@ TEST(TextVectorizationTest, ConfigRoundTripKeepsTheVocabulary) {
   }
 }
 
+TEST(TextVectorizationTest, EmptyTextsAndBatchesGiveEmptyRows) {
+  TextVectorization layer;
+  layer.adapt({"a b"});
+  EXPECT_EQ(layer({"", "  "}).shape(), (Shape{2, 0}));
+  EXPECT_EQ(layer({}).shape(), (Shape{0, 0}));
+  TextVectorization padded({.output_sequence_length = 3});
+  padded.adapt({"a b"});
+  EXPECT_EQ(ints(padded({""})), (std::vector<std::int32_t>{0, 0, 0}));
+  TextVectorization counts({.output_mode = "count"});
+  counts.adapt({"a b"});
+  EXPECT_EQ(counts({}).shape(), (Shape{0, 3}));
+}
+
 TEST(TextVectorizationTest, InvalidUtf8IsAClearError) {
   TextVectorization layer({.split = "character"});
   const std::string message =
