@@ -42,21 +42,60 @@ void parallel_items(Index n, Index scratch, const Fn& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-// scores [rows, cols] of queries i0.. and keys j0.. (scaled products on entry) turned into logits; returns the
-// largest logit of each row into block_max.
-TOWER_VECTOR_CLONES void logits(const AttentionParams& p, Index b, Index h, Index i0, Index j0, Index rows,
-                                Index cols, float* scores, float* block_max) {
-  for (Index r = 0; r < rows; ++r) {
-    const math::AttentionRow row = math::attention_row(p, b, h, i0 + r);
-    float* s = scores + r * cols;
-    float m = -INFINITY;
+// Row s [cols] of scaled products with keys j0.. turned into logits in place; returns the largest. Without a bias or
+// a mask the causal limit is a cut, so the loops vectorise.
+TOWER_VECTOR_CLONES float row_logits(const math::AttentionRow& row, Index j0, float* s, Index cols) {
+  float m = -INFINITY;
+  if (!row.bias && !row.mask) {
+    const Index kept = std::clamp(row.end - j0, Index{0}, cols);
 #pragma omp simd reduction(max : m)
-    for (Index c = 0; c < cols; ++c) {
-      s[c] = row.logit(s[c], j0 + c);
-      m = std::max(m, s[c]);
-    }
-    block_max[r] = m;
+    for (Index c = 0; c < kept; ++c) m = std::max(m, s[c]);
+    std::fill(s + kept, s + cols, -INFINITY);
+    return m;
   }
+#pragma omp simd reduction(max : m)
+  for (Index c = 0; c < cols; ++c) {
+    s[c] = row.logit(s[c], j0 + c);
+    m = std::max(m, s[c]);
+  }
+  return m;
+}
+
+// Forward: logits s [cols] to their probabilities under the running maximum; returns their sum.
+TOWER_VECTOR_CLONES float row_probabilities(float* s, Index cols, float max) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (Index c = 0; c < cols; ++c) {
+    s[c] = math::attention_exp(s[c], max);
+    sum += s[c];
+  }
+  return sum;
+}
+
+// Backward: scaled products s [cols] to the probabilities of the row's lse.
+TOWER_VECTOR_CLONES void row_probabilities_of_lse(const math::AttentionRow& row, Index j0, float* s, Index cols,
+                                                  float lse) {
+  row_logits(row, j0, s, cols);
+#pragma omp simd
+  for (Index c = 0; c < cols; ++c) s[c] = math::attention_probability(s[c], lse);
+}
+
+// The gradient of the logits, ds = p * (dp - delta), in place over dp.
+TOWER_VECTOR_CLONES void row_logit_gradients(const float* p, float* dp, Index cols, float delta) {
+#pragma omp simd
+  for (Index c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - delta);
+}
+
+TOWER_VECTOR_CLONES float row_dot(const float* a, const float* b, Index n) {
+  float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+  for (Index c = 0; c < n; ++c) dot += a[c] * b[c];
+  return dot;
+}
+
+TOWER_VECTOR_CLONES void scale_row(float* x, Index n, float factor) {
+#pragma omp simd
+  for (Index c = 0; c < n; ++c) x[c] *= factor;
 }
 
 }  // namespace
@@ -64,12 +103,11 @@ TOWER_VECTOR_CLONES void logits(const AttentionParams& p, Index b, Index h, Inde
 void CpuBackend::attention_forward(const AttentionParams& p, const float* q, const float* k, const float* v,
                                    float* out, float* lse) {
   const Index qk_ld = p.heads * p.head_dim, v_ld = p.heads * p.value_dim, qblocks = blocks(p.tq, kQueryBlock);
-  const Index scratch = kQueryBlock * kKeyBlock + kQueryBlock;
+  const Index scratch = kQueryBlock * kKeyBlock;
   parallel_items(p.batch * p.heads * qblocks, scratch, [&](Index item, float* buffer) {
     const Index b = item / (p.heads * qblocks), h = item / qblocks % p.heads, i0 = item % qblocks * kQueryBlock;
     const Index rows = std::min(kQueryBlock, p.tq - i0);
     float* const scores = buffer;
-    float* const block_max = buffer + kQueryBlock * kKeyBlock;
     const float* qb = q + (b * p.tq + i0) * qk_ld + h * p.head_dim;
     float* ob = out + (b * p.tq + i0) * v_ld + h * p.value_dim;  // the running output, rescaled block by block
     math::OnlineSoftmax state[kQueryBlock];
@@ -79,25 +117,17 @@ void CpuBackend::attention_forward(const AttentionParams& p, const float* q, con
       const Index cols = std::min(kKeyBlock, key_end - j0);
       gemm(false, true, rows, cols, p.head_dim, p.scale, qb, qk_ld, k + (b * p.tk + j0) * qk_ld + h * p.head_dim,
            qk_ld, 0.f, scores, cols);
-      logits(p, b, h, i0, j0, rows, cols, scores, block_max);
       for (Index r = 0; r < rows; ++r) {
-        const float factor = state[r].rescale(block_max[r]);
-        if (factor != 1.f) for_range([o = ob + r * v_ld, factor](Index d) { o[d] *= factor; }, 0, p.value_dim);
         float* s = scores + r * cols;
-        const math::OnlineSoftmax row = state[r];
-        float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-        for (Index c = 0; c < cols; ++c) {
-          s[c] = row.probability(s[c]);
-          sum += s[c];
-        }
-        state[r].sum += sum;
+        const float factor = state[r].rescale(row_logits(math::attention_row(p, b, h, i0 + r), j0, s, cols));
+        if (factor != 1.f) scale_row(ob + r * v_ld, p.value_dim, factor);
+        state[r].sum += row_probabilities(s, cols, state[r].max);
       }
       gemm(false, false, rows, p.value_dim, cols, 1.f, scores, cols, v + (b * p.tk + j0) * v_ld + h * p.value_dim,
            v_ld, 1.f, ob, v_ld);
     }
     for (Index r = 0; r < rows; ++r) {
-      for_range([o = ob + r * v_ld, inv = state[r].inverse_sum()](Index d) { o[d] *= inv; }, 0, p.value_dim);
+      scale_row(ob + r * v_ld, p.value_dim, state[r].inverse_sum());
       lse[(b * p.heads + h) * p.tq + i0 + r] = state[r].lse();
     }
   });
@@ -121,11 +151,7 @@ void CpuBackend::attention_backward(const AttentionParams& p, const float* q, co
     const auto vk_at = [&](Index row) { return (b * p.tk + row) * v_ld + h * p.value_dim; };
     const float* row_lse = lse + (b * p.heads + h) * p.tq;
     for (Index i = 0; i < p.tq; ++i) {
-      const float *o = out + vo_at(i), *d = dout + vo_at(i);
-      float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-      for (Index c = 0; c < p.value_dim; ++c) dot += o[c] * d[c];
-      delta[i] = dot;
+      delta[i] = row_dot(out + vo_at(i), dout + vo_at(i), p.value_dim);
       std::fill_n(dq + qk_at(i), p.head_dim, 0.f);
     }
     for (Index j = 0; j < p.tk; ++j) {
@@ -141,13 +167,8 @@ void CpuBackend::attention_backward(const AttentionParams& p, const float* q, co
         const Index rows = std::min(kQueryBlock, p.tq - i0);
         gemm(false, true, rows, cols, p.head_dim, p.scale, q + qk_at(i0), qk_ld, k + kk_at(j0), qk_ld, 0.f, probs,
              cols);
-        for (Index r = 0; r < rows; ++r) {
-          const math::AttentionRow row = math::attention_row(p, b, h, i0 + r);
-          const float l = row_lse[i0 + r];
-          float* s = probs + r * cols;
-          for_range([s, row, l, j0](Index c) { s[c] = math::attention_probability(row.logit(s[c], j0 + c), l); }, 0,
-                    cols);
-        }
+        for (Index r = 0; r < rows; ++r)
+          row_probabilities_of_lse(math::attention_row(p, b, h, i0 + r), j0, probs + r * cols, cols, row_lse[i0 + r]);
         // dv += P^T dout; dP = dout v^T.
         gemm(true, false, cols, p.value_dim, rows, 1.f, probs, cols, dout + vo_at(i0), v_ld, 1.f, dv + vk_at(j0),
              v_ld);
@@ -155,7 +176,7 @@ void CpuBackend::attention_backward(const AttentionParams& p, const float* q, co
              cols);
         for (Index r = 0; r < rows; ++r) {
           float* ds = dscores + r * cols;
-          for_range([ds, s = probs + r * cols, d = delta[i0 + r]](Index c) { ds[c] = s[c] * (ds[c] - d); }, 0, cols);
+          row_logit_gradients(probs + r * cols, ds, cols, delta[i0 + r]);
           if (dbias) std::copy_n(ds, cols, dbias + ((b * p.heads + h) * p.tq + i0 + r) * p.tk + j0);
         }
         // dq += scale dS k; dk += scale dS^T q.
