@@ -29,16 +29,18 @@ __device__ float warp_sum(float v) {
   return v;
 }
 
-// rows [first, first + kTile) of a [rows, dim] operand with row stride ld into tile [kTile][dim], zeros past `rows`.
-__device__ void load_tile(float* tile, const float* x, Index ld, Index first, Index rows, Index dim) {
+// rows [first, first + kTile) of a [rows, dim] operand with row stride ld into tile [kTile][pitch], zeros past
+// `rows`. The tiles read across their rows (k and v, a lane per key) are padded to pitch dim + 1, so that the 32 lanes
+// read 32 banks of shared memory.
+__device__ void load_tile(float* tile, Index pitch, const float* x, Index ld, Index first, Index rows, Index dim) {
   for (Index e = threadIdx.x; e < kTile * dim; e += blockDim.x) {
     const Index r = e / dim, d = e % dim;
-    tile[e] = first + r < rows ? x[(first + r) * ld + d] : 0.f;
+    tile[r * pitch + d] = first + r < rows ? x[(first + r) * ld + d] : 0.f;
   }
 }
 
 // s[r][c] = the logit of query i0 + r and key j0 + c (-inf for a padding row or column), from tiles q [kTile][hd]
-// and k [kTile][hd].
+// and k [kTile][hd + 1].
 __device__ void tile_logits(const AttentionParams& p, Index b, Index h, Index i0, Index j0, const float* q,
                             const float* k, float* s) {
   for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
@@ -46,15 +48,15 @@ __device__ void tile_logits(const AttentionParams& p, Index b, Index h, Index i0
     float logit = -INFINITY;
     if (i0 + r < p.tq) {
       float dot = 0.f;
-      for (Index d = 0; d < p.head_dim; ++d) dot += q[r * p.head_dim + d] * k[c * p.head_dim + d];
+      for (Index d = 0; d < p.head_dim; ++d) dot += q[r * p.head_dim + d] * k[c * (p.head_dim + 1) + d];
       logit = math::attention_row(p, b, h, i0 + r).logit(dot * p.scale, j0 + c);
     }
     s[e] = logit;
   }
 }
 
-// Dynamic shared memory: q, k [kTile][head_dim], v and the output [kTile][value_dim], scores [kTile][kTile] and the
-// rows' rescaling factors [kTile].
+// Dynamic shared memory: q [kTile][head_dim], k [kTile][head_dim + 1], v [kTile][value_dim + 1], the output
+// [kTile][value_dim], scores [kTile][kTile] and the rows' rescaling factors [kTile].
 __global__ void attention_forward_kernel(AttentionParams p, const float* q, const float* k, const float* v,
                                          float* out, float* lse) {
   extern __shared__ float shared[];
@@ -64,19 +66,19 @@ __global__ void attention_forward_kernel(AttentionParams p, const float* q, cons
   const Index qk_ld = p.heads * p.head_dim, v_ld = p.heads * p.value_dim;
   float* qs = shared;
   float* ks = qs + kTile * p.head_dim;
-  float* vs = ks + kTile * p.head_dim;
-  float* os = vs + kTile * p.value_dim;
+  float* vs = ks + kTile * (p.head_dim + 1);
+  float* os = vs + kTile * (p.value_dim + 1);
   float* s = os + kTile * p.value_dim;
   float* factor = s + kTile * kTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  load_tile(qs, q + b * p.tq * qk_ld + h * p.head_dim, qk_ld, i0, p.tq, p.head_dim);
+  load_tile(qs, p.head_dim, q + b * p.tq * qk_ld + h * p.head_dim, qk_ld, i0, p.tq, p.head_dim);
   for (Index e = threadIdx.x; e < kTile * p.value_dim; e += blockDim.x) os[e] = 0.f;
   math::OnlineSoftmax state[kTile / kWarps];  // rows warp, warp + kWarps, ...; the same in every lane
   const Index key_end = math::attention_key_end(p, i0 + kTile < p.tq ? i0 + kTile : p.tq);
   for (Index j0 = 0; j0 < key_end; j0 += kTile) {
     __syncthreads();  // the previous tile's k, v and scores are used up
-    load_tile(ks, k + b * p.tk * qk_ld + h * p.head_dim, qk_ld, j0, p.tk, p.head_dim);
-    load_tile(vs, v + b * p.tk * v_ld + h * p.value_dim, v_ld, j0, p.tk, p.value_dim);
+    load_tile(ks, p.head_dim + 1, k + b * p.tk * qk_ld + h * p.head_dim, qk_ld, j0, p.tk, p.head_dim);
+    load_tile(vs, p.value_dim + 1, v + b * p.tk * v_ld + h * p.value_dim, v_ld, j0, p.tk, p.value_dim);
     __syncthreads();
     tile_logits(p, b, h, i0, j0, qs, ks, s);
     __syncthreads();
@@ -92,10 +94,11 @@ __global__ void attention_forward_kernel(AttentionParams p, const float* q, cons
     for (Index e = threadIdx.x; e < kTile * p.value_dim; e += blockDim.x) {
       const Index r = e / p.value_dim, d = e % p.value_dim;
       float acc = os[e] * factor[r];
-      for (int c = 0; c < kTile; ++c) acc += s[r * kTile + c] * vs[c * p.value_dim + d];
+      for (int c = 0; c < kTile; ++c) acc += s[r * kTile + c] * vs[c * (p.value_dim + 1) + d];
       os[e] = acc;
     }
   }
+  __syncthreads();  // every warp is done with the last tile's factors
   for (int n = 0; n < kTile / kWarps; ++n) {
     const int r = warp + n * kWarps;
     if (lane == 0) factor[r] = state[n].inverse_sum();
@@ -108,8 +111,8 @@ __global__ void attention_forward_kernel(AttentionParams p, const float* q, cons
   }
 }
 
-// Dynamic shared memory: k, dk, q [kTile][head_dim]; v, dv, dout [kTile][value_dim]; probabilities and their
-// gradients [kTile][kTile]; each query row's lse and dout . out [kTile].
+// Dynamic shared memory: k [kTile][head_dim + 1], dk, q [kTile][head_dim]; v [kTile][value_dim + 1], dv, dout
+// [kTile][value_dim]; probabilities and their gradients [kTile][kTile]; each query row's lse and dout . out [kTile].
 __global__ void attention_backward_kernel(AttentionParams p, const float* q, const float* k, const float* v,
                                           const float* out, const float* lse, const float* dout, float* dq,
                                           float* dk, float* dv, float* dbias) {
@@ -120,10 +123,10 @@ __global__ void attention_backward_kernel(AttentionParams p, const float* q, con
   const Index qk_ld = p.heads * p.head_dim, v_ld = p.heads * p.value_dim;
   const Index hd = p.head_dim, vd = p.value_dim;
   float* ks = shared;
-  float* dks = ks + kTile * hd;
+  float* dks = ks + kTile * (hd + 1);
   float* qs = dks + kTile * hd;
   float* vs = qs + kTile * hd;
-  float* dvs = vs + kTile * vd;
+  float* dvs = vs + kTile * (vd + 1);
   float* dos = dvs + kTile * vd;
   float* s = dos + kTile * vd;
   float* ds = s + kTile * kTile;
@@ -133,15 +136,15 @@ __global__ void attention_backward_kernel(AttentionParams p, const float* q, con
   const float* qb = q + b * p.tq * qk_ld + h * hd;
   const float* ob = out + b * p.tq * v_ld + h * vd;
   const float* dob = dout + b * p.tq * v_ld + h * vd;
-  load_tile(ks, k + b * p.tk * qk_ld + h * hd, qk_ld, j0, p.tk, hd);
-  load_tile(vs, v + b * p.tk * v_ld + h * vd, v_ld, j0, p.tk, vd);
+  load_tile(ks, hd + 1, k + b * p.tk * qk_ld + h * hd, qk_ld, j0, p.tk, hd);
+  load_tile(vs, vd + 1, v + b * p.tk * v_ld + h * vd, v_ld, j0, p.tk, vd);
   for (Index e = threadIdx.x; e < kTile * hd; e += blockDim.x) dks[e] = 0.f;
   for (Index e = threadIdx.x; e < kTile * vd; e += blockDim.x) dvs[e] = 0.f;
   // Causal: query rows before j0 see none of these keys.
   for (Index i0 = p.causal ? j0 / kTile * kTile : 0; i0 < p.tq; i0 += kTile) {
     __syncthreads();  // the previous query tile is used up
-    load_tile(qs, qb, qk_ld, i0, p.tq, hd);
-    load_tile(dos, dob, v_ld, i0, p.tq, vd);
+    load_tile(qs, hd, qb, qk_ld, i0, p.tq, hd);
+    load_tile(dos, vd, dob, v_ld, i0, p.tq, vd);
     for (int n = 0; n < kTile / kWarps; ++n) {
       const int r = warp + n * kWarps;
       float dot = 0.f;
@@ -160,7 +163,7 @@ __global__ void attention_backward_kernel(AttentionParams p, const float* q, con
       const int r = e / kTile, c = e % kTile;
       const float prob = math::attention_probability(s[e], row_lse[r]);
       float dp = 0.f;
-      for (Index d = 0; d < vd; ++d) dp += dos[r * vd + d] * vs[c * vd + d];
+      for (Index d = 0; d < vd; ++d) dp += dos[r * vd + d] * vs[c * (vd + 1) + d];
       s[e] = prob;
       ds[e] = prob * (dp - delta[r]);
       if (dbias && i0 + r < p.tq && j0 + c < p.tk) dbias[((b * p.heads + h) * p.tq + i0 + r) * p.tk + j0 + c] = ds[e];
@@ -182,7 +185,7 @@ __global__ void attention_backward_kernel(AttentionParams p, const float* q, con
       const Index r = e / hd, d = e % hd;
       if (i0 + r >= p.tq) continue;
       float acc = 0.f;
-      for (int c = 0; c < kTile; ++c) acc += ds[r * kTile + c] * ks[c * hd + d];
+      for (int c = 0; c < kTile; ++c) acc += ds[r * kTile + c] * ks[c * (hd + 1) + d];
       atomicAdd(dq + (b * p.tq + i0 + r) * qk_ld + h * hd + d, p.scale * acc);
     }
   }
@@ -217,7 +220,8 @@ void CudaBackend::attention_forward(const AttentionParams& p, const float* q, co
                                     float* out, float* lse) {
   const Index blocks = p.batch * p.heads * ((p.tq + kTile - 1) / kTile);
   if (blocks == 0) return;
-  const std::size_t bytes = sizeof(float) * (2 * kTile * p.head_dim + 2 * kTile * p.value_dim + kTile * kTile + kTile);
+  const std::size_t bytes =
+      sizeof(float) * (kTile * (2 * p.head_dim + 1) + kTile * (2 * p.value_dim + 1) + kTile * kTile + kTile);
   allow_shared(attention_forward_kernel, bytes, p, "attention_forward");
   attention_forward_kernel<<<static_cast<unsigned>(blocks), kThreads, bytes, stream()>>>(p, q, k, v, out, lse);
   check_cuda(cudaGetLastError(), "attention_forward");
@@ -234,7 +238,7 @@ void CudaBackend::attention_backward(const AttentionParams& p, const float* q, c
   const Index blocks = p.batch * p.heads * ((p.tk + kTile - 1) / kTile);
   if (blocks == 0) return;
   const std::size_t bytes =
-      sizeof(float) * (3 * kTile * p.head_dim + 3 * kTile * p.value_dim + 2 * kTile * kTile + 2 * kTile);
+      sizeof(float) * (kTile * (3 * p.head_dim + 1) + kTile * (3 * p.value_dim + 1) + 2 * kTile * kTile + 2 * kTile);
   allow_shared(attention_backward_kernel, bytes, p, "attention_backward");
   attention_backward_kernel<<<static_cast<unsigned>(blocks), kThreads, bytes, stream()>>>(p, q, k, v, out, lse, dout,
                                                                                           dq, dk, dv, dbias);
