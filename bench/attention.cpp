@@ -4,7 +4,8 @@
 // With a third argument "op": ops::dot_product_attention alone on q, k, v [batch, 256, 8, 64], forward and the
 // gradients of all three ({"layer": "dot_product_attention", ...}). Run through bench/attention.sh, which runs
 // PyTorch (Linear projections + scaled_dot_product_attention + output projection; scaled_dot_product_attention
-// alone) on the same shapes and thread count and prints the ratios.
+// alone) on the same shapes and thread count and prints the ratios. On the device TOWER_DEVICE names (default the
+// CPU; scripts/gpu-check.sh runs it on cuda:0), each step waiting for the device before its time is taken.
 #include <tower/tower.h>
 
 #include <algorithm>
@@ -50,22 +51,27 @@ double layer_ms(int iters, Index batch) {
   o.training = true;
   o.backward = true;
   o.input_gradients = true;
+  o.device = default_device();  // TOWER_DEVICE, else the CPU
+  model.to(o.device);
   Plan plan(model.impl(), o);
   Generator g(1);
-  plan.set_input(0, uniform(Shape{batch, kLength, kHeads * kHeadDim}, g));
+  plan.set_input(0, uniform(Shape{batch, kLength, kHeads * kHeadDim}, g).to(o.device));
   plan.forward();
   plan.output_grad(0).fill(0.01f);
   return median_ms(iters, [&] {
     plan.forward();
     plan.backward();
+    // A GPU runs the step asynchronously: reading the gradients back waits for it.
+    if (!o.device.is_cpu()) (void)plan.flat_grads().to(Device::cpu());
   });
 }
 
 double op_ms(int iters, Index batch) {
   Generator g(1);
+  const Device device = default_device();
   const Shape shape{batch, kLength, kHeads, kHeadDim};
-  const Tensor q = uniform(shape, g), k = uniform(shape, g), v = uniform(shape, g);
-  const Tensor grad = Tensor::full(shape, 0.01f);
+  const Tensor q = uniform(shape, g).to(device), k = uniform(shape, g).to(device), v = uniform(shape, g).to(device);
+  const Tensor grad = Tensor::full(shape, 0.01f).to(device);
   return median_ms(iters, [&] {
     ops::Recording recording;
     for (const Tensor& t : {q, k, v}) recording.watch(t);
@@ -74,7 +80,8 @@ double op_ms(int iters, Index batch) {
       ops::RecordingScope scope(recording);
       y = ops::dot_product_attention(q, k, v);
     }
-    recording.gradients({y}, {grad}, {q, k, v});
+    const std::vector<Tensor> grads = recording.gradients({y}, {grad}, {q, k, v});
+    if (!device.is_cpu()) (void)ops::sum(grads[0]).to(Device::cpu());  // waits for the device
   });
 }
 

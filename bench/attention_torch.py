@@ -2,7 +2,8 @@
 """PyTorch's side of bench/attention.sh: Linear projections (query, key, value) + scaled_dot_product_attention +
 output projection, forward + backward (input gradient too) at batch 32, length 256, 8 heads of 64, float32 on the
 CPU, the thread count of OMP_NUM_THREADS; with a third argument "op", scaled_dot_product_attention alone on q, k, v
-[32, 8, 256, 64] and the gradients of all three. Prints one JSON object as bench/attention.cpp does."""
+[32, 8, 256, 64] and the gradients of all three. On the device TOWER_TORCH_DEVICE names (default cpu). Prints one JSON
+object as bench/attention.cpp does."""
 import json
 import os
 import sys
@@ -18,9 +19,10 @@ length, heads, head_dim = 256, 8, 64
 dim = heads * head_dim
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 torch.manual_seed(1)
-q_proj, k_proj, v_proj, o_proj = (torch.nn.Linear(dim, dim) for _ in range(4))
-x = torch.empty(batch, length, dim).uniform_(-1, 1).requires_grad_(True)
-grad = torch.full((batch, length, dim), 0.01)
+device = torch.device(os.environ.get("TOWER_TORCH_DEVICE", "cpu"))
+q_proj, k_proj, v_proj, o_proj = (torch.nn.Linear(dim, dim).to(device) for _ in range(4))
+x = torch.empty(batch, length, dim, device=device).uniform_(-1, 1).requires_grad_(True)
+grad = torch.full((batch, length, dim), 0.01, device=device)
 
 
 def step():
@@ -32,8 +34,9 @@ def step():
     y.backward(grad)
 
 
-q_op, k_op, v_op = (torch.empty(batch, heads, length, head_dim).uniform_(-1, 1).requires_grad_(True) for _ in range(3))
-grad_op = torch.full((batch, heads, length, head_dim), 0.01)
+q_op, k_op, v_op = (torch.empty(batch, heads, length, head_dim, device=device).uniform_(-1, 1).requires_grad_(True)
+                    for _ in range(3))
+grad_op = torch.full((batch, heads, length, head_dim), 0.01, device=device)
 
 
 def op_step():
@@ -48,6 +51,8 @@ times = []
 for i in range(2 + iters):
     t0 = time.perf_counter()
     step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) * 1000
     if i >= 2:
         times.append(ms)
