@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/engine/layer_registry.h"
+#include "api/ops/attention.h"
 #include "api/ops/einsum.h"
 #include "api/ops/ops.h"
 #include "layers/attention_utils.h"
@@ -108,6 +109,25 @@ void MultiHeadAttentionImpl::build(const std::vector<Shape>& in) {
   dense("attention_output", Shape(kernel), Shape(out), output_kernel_, output_bias_);
 }
 
+Tensor MultiHeadAttentionImpl::attention_weights(const Tensor& q, const Tensor& k, const Tensor& keep) const {
+  // The query scaled before the product, as Keras scales it.
+  const Tensor scaled = q * (1.f / std::sqrt(static_cast<float>(options_.key_dim)));
+  const Tensor scores = ops::einsum("abcd,aecd->acbe", scaled, k);  // [N, heads, T, S]
+  Tensor allowed = keep;
+  if (options_.use_causal_mask) {
+    const Tensor causal = detail::causal_mask(q.dim(1), k.dim(1), q.device());
+    allowed = allowed.defined() ? ops::multiply(ops::not_equal(allowed, ops::scalar(0.f, q.device())), causal) : causal;
+  }
+  if (!allowed.defined()) return ops::softmax(scores, -1);
+  // Masked scores are set to -1e9 before the softmax. A query position with every key position masked then gets even
+  // weights over all of them, as Keras' default path (keras.ops.dot_product_attention) gives it; with
+  // return_attention_scores Keras takes its masked Softmax instead, which sets masked weights to 0 after it, so such a
+  // position gets no weights at all.
+  const Tensor weights = ops::softmax(ops::where(allowed, scores, ops::scalar(-1e9f, scores.device())), -1);
+  if (!options_.return_attention_scores) return weights;
+  return ops::where(allowed, weights, ops::scalar(0.f, scores.device()));
+}
+
 std::vector<Tensor> MultiHeadAttentionImpl::call(const std::vector<Tensor>& inputs, bool training) {
   return call_with_masks(inputs, {}, training);
 }
@@ -124,18 +144,10 @@ std::vector<Tensor> MultiHeadAttentionImpl::call_with_masks(const std::vector<Te
     Tensor y = ops::einsum("abc,cde->abde", x, kernel->value);
     return bias ? y + bias->value : y;
   };
-  // The query scaled before the product, as Keras scales it.
-  const Tensor q = project(query, query_kernel_, query_bias_) * (1.f / std::sqrt(static_cast<float>(options_.key_dim)));
+  const Tensor q = project(query, query_kernel_, query_bias_);
   const Tensor k = project(key, key_kernel_, key_bias_);
   const Tensor v = project(value, value_kernel_, value_bias_);
-  Tensor scores = ops::einsum("abcd,aecd->acbe", q, k);  // [N, heads, T, S]
-  const Index t = query.dim(1), s = value.dim(1);
-  Tensor keep;
-  if (mask) keep = ops::expand_dims(inputs.back(), 1);  // [N, 1, T, S]
-  if (options_.use_causal_mask) {
-    const Tensor causal = detail::causal_mask(t, s, query.device());
-    keep = keep.defined() ? ops::multiply(ops::not_equal(keep, ops::scalar(0.f, query.device())), causal) : causal;
-  }
+  Tensor keep = mask ? ops::expand_dims(inputs.back(), 1) : Tensor();  // [N, 1, T, S]
   // Keras' _compute_attention_mask: the query's mask by rows, the value's and the key's by columns.
   const auto implicit = [&](std::size_t input, int axis) {
     if (input >= masks.size() || !masks[input].defined()) return;
@@ -145,25 +157,20 @@ std::vector<Tensor> MultiHeadAttentionImpl::call_with_masks(const std::vector<Te
   implicit(0, 3);
   implicit(1, 2);
   if (has_key) implicit(2, 2);
-  // Masked scores are set to -1e9 before the softmax. A query position with every key position masked then gets even
-  // weights over all of them, as Keras' default path (keras.ops.dot_product_attention) gives it; with
-  // return_attention_scores Keras takes its masked Softmax instead, which sets masked weights to 0 after it, so such a
-  // position gets no weights at all.
-  Tensor weights;
-  if (keep.defined()) {
-    const Tensor masked = ops::where(keep, scores, ops::scalar(-1e9f, scores.device()));
-    weights = ops::softmax(masked, -1);
-    if (options_.return_attention_scores) weights = ops::where(keep, weights, ops::scalar(0.f, scores.device()));
+  Tensor context, weights;  // [N, T, heads, value_dim]; the scores after the softmax [N, heads, T, S]
+  if (uses_fused_op()) {
+    context = ops::dot_product_attention(q, k, v, Tensor(), keep, 1.f / std::sqrt(static_cast<float>(options_.key_dim)),
+                                         options_.use_causal_mask);
   } else {
-    weights = ops::softmax(scores, -1);
+    weights = attention_weights(q, k, keep);
+    context = ops::einsum("acbe,aecd->abcd", weights, v);
   }
-  const Tensor context = ops::einsum("acbe,aecd->abcd", weights, v);  // [N, T, heads, value_dim]
   // Keras' EinsumDense "abcd,cde->abe" over the output's sizes flattened into one.
   const Index heads = options_.num_heads, vd = value_dim();
   const Index out_size = output_kernel_->value.numel() / (heads * vd);
   Tensor out = ops::einsum("abcd,cde->abe", context, ops::reshape(output_kernel_->value, Shape{heads, vd, out_size}));
   if (output_bias_) out = out + ops::reshape(output_bias_->value, Shape{out_size});
-  std::vector<Index> dims{query.dim(0), t};
+  std::vector<Index> dims{query.dim(0), query.dim(1)};
   for (Index d : out_dims(query.dim(2))) dims.push_back(d);
   out = ops::reshape(out, Shape(dims));
   if (options_.return_attention_scores) return {out, weights};

@@ -6,6 +6,8 @@
 //   v = value x Wv + bv        [N, S, heads, value_dim]
 //   scores = softmax_S(q k^T / sqrt(key_dim), masked)          [N, heads, T, S]
 //   out = (scores v) x Wo + bo [N, T, output_shape...]          (EinsumDense "abcd,cde->abe")
+// The middle two lines are one fused op (ops::dot_product_attention, which never forms the scores) unless the scores
+// are returned (return_attention_scores) or the options say fused = false; they are composed of ops then.
 //
 // Inputs, a list (Tower layers take no call arguments): [query, value] or [query, value, key] (key defaults to
 // value), each [N, length, dim] (rank 3); query [N, T, Dq], value [N, S, Dv], key [N, S, Dk], so key and value may
@@ -60,6 +62,9 @@ struct MultiHeadAttentionOptions {
   bool return_attention_scores = false;  // Keras' call argument
   bool use_attention_mask = false;       // the last input is an attention mask [N, T, S]
   std::string name;
+  // C++ only, like LSTMOptions::fused (not in the config): false composes the attention of ops (einsum, softmax)
+  // even where the fused op applies.
+  bool fused = true;
   template <class V> void visit(V&& v) {
     v("num_heads", num_heads);
     v("key_dim", key_dim);
@@ -87,6 +92,9 @@ class MultiHeadAttentionImpl final : public CustomLayer {
   explicit MultiHeadAttentionImpl(Options options);
   const Options& options() const { return options_; }
   int value_dim() const { return options_.value_dim.value_or(options_.key_dim); }
+  // Whether ops::dot_product_attention computes the attention (`fused`, and no return_attention_scores: the fused
+  // op never forms the weights).
+  bool uses_fused_op() const { return options_.fused && !options_.return_attention_scores; }
 
   void build(const std::vector<Shape>& input_shapes) override;
   // Throws ShapeError for the wrong number of inputs, an input not of rank 3, batch sizes or key and value lengths
@@ -115,6 +123,9 @@ class MultiHeadAttentionImpl final : public CustomLayer {
   };
   Roles roles(const std::vector<Shape>& shapes) const;
   std::vector<Index> out_dims(Index query_dim) const;
+  // The composed path's weights [N, heads, T, S] of the projected q [N, T, heads, key_dim] and k [N, S, heads,
+  // key_dim], masked by keep [N, 1, T, S] (undefined: none) and the causal mask.
+  Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& keep) const;
 
   Options options_;
   VariablePtr query_kernel_, query_bias_, key_kernel_, key_bias_, value_kernel_, value_bias_, output_kernel_,

@@ -16,7 +16,8 @@
 # (driver, cuDNN, cuBLAS, NCCL as loaded), a 90 s smoke stage (devices, allocator, one op-table pass), then every
 # suite of *_CUDA tests in its own process (a sticky CUDA error ends one suite, not the run), the convnet on the
 # GPU and on the CPU (test accuracies within 0.5 points), the MLP, logical-replica scaling, PyTorch beside it
-# when installed, and MobileNetV2 at batch 64 and 128 beside PyTorch. A stage that fails (not one that times
+# when installed, MobileNetV2 at batch 64 and 128 beside PyTorch, then LSTM / GRU and MultiHeadAttention (and the
+# attention op alone) beside PyTorch. A stage that fails (not one that times
 # out) is run once more with CUDA_LAUNCH_BLOCKING=1, so its log names the failing kernel. After each stage its
 # status is appended to gpu-report.md and every log so far is packed into gpu-logs.tar.gz, both in $OUT when set
 # (else the current folder): a run cut short still returns what it did, in two files with plain names.
@@ -47,10 +48,11 @@ pack() {
   grep -q "arch=compute_${CUDA_ARCH:-90}," "$build/build.ninja" ||
     { echo "$build does not build CUDA code for architecture ${CUDA_ARCH:-90}" >&2; exit 2; }
   cmake --build "$build" --target tower_tests bench_train bench_mobilenet_v2 bench_distribute_scaling \
-        bench_recurrent fashion_mnist_convnet
+        bench_recurrent bench_attention fashion_mnist_convnet
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
   cp "$build/bin/tower_tests" "$build/bin/bench_train" "$build/bin/bench_mobilenet_v2" \
-     "$build/bin/bench_distribute_scaling" "$build/bin/bench_recurrent" "$build/bin/fashion_mnist_convnet" \
+     "$build/bin/bench_distribute_scaling" "$build/bin/bench_recurrent" "$build/bin/bench_attention" \
+     "$build/bin/fashion_mnist_convnet" \
      "$stage/bin/"
   cp -P "$build"/lib/libtower_*.so* "$stage/lib/"
   # The libraries the programs need that a bare CUDA machine lacks: everything ldd finds except glibc (all of
@@ -65,7 +67,8 @@ pack() {
   for f in /usr/share/datasets/fashion-mnist/*.gz; do gunzip -c "$f" > "$stage/data/$(basename "${f%.gz}")"; done
   git -C "$here" rev-parse HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
   git -C "$here" status --porcelain | grep -q . && echo "(with uncommitted changes)" >> "$stage/COMMIT" || true
-  cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$here/bench/recurrent_torch.py" "$stage/"
+  cp "$here/bench/train_reference.py" "$here/bench/mobilenet_v2_torch.py" "$here/bench/recurrent_torch.py" \
+     "$here/bench/attention_torch.py" "$stage/"
   tar -C "$stage" -cf - . | xz -T0 -6 > "$bundle_dir/bundle.tar.xz"
   ls -la "$bundle_dir/bundle.tar.xz"
   # The bundle travels beside the source tree in the 64 MiB a lent machine takes.
@@ -306,6 +309,14 @@ run() {
   stage "recurrent tower on cuda0" 60 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_recurrent 10
   if [ $torch -eq 1 ]; then
     stage "recurrent pytorch on cuda" 60 env TOWER_TORCH_DEVICE=cuda python3 recurrent_torch.py 10
+  fi
+  # MultiHeadAttention (batch 32, length 256, 8 heads of 64) forward+backward through the fused attention kernel, and
+  # the kernel alone, beside torch's projections + scaled_dot_product_attention and scaled_dot_product_attention.
+  stage "attention tower on cuda0" 40 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_attention 10
+  stage "attention op tower on cuda0" 40 "${tower[@]}" TOWER_DEVICE=cuda:0 bin/bench_attention 10 32 op
+  if [ $torch -eq 1 ]; then
+    stage "attention pytorch on cuda" 40 env TOWER_TORCH_DEVICE=cuda python3 attention_torch.py 10
+    stage "attention op pytorch on cuda" 40 env TOWER_TORCH_DEVICE=cuda python3 attention_torch.py 10 32 op
   fi
   say ""
   say "failures: $failures (run took $SECONDS s)"

@@ -114,6 +114,26 @@ struct GruStepBackward {
   Index units;
 };
 
+// ---- attention ------------------------------------------------------------------------------------------------
+// Scaled dot-product attention over `batch` x `heads` independent problems (Backend::attention_forward, ...;
+// math/attention.h has the arithmetic both backends share). Dense row-major operands in keras.ops'
+// dot_product_attention layout: q [batch, tq, heads, head_dim], k [batch, tk, heads, head_dim], v and its gradient
+// [batch, tk, heads, value_dim], out [batch, tq, heads, value_dim]; lse [batch, heads, tq].
+// The logit of query i and key j is scale * q_i . k_j + bias[b, h, i, j]; it is masked (-inf) where mask[b, h, i, j]
+// is 0 or, when causal, where j > i (the causal mask aligned top left, as Keras and torch align it for tq != tk). The
+// optional bias and mask (null: none) are read through their own element strides over (batch, heads, tq, tk): 0
+// along an axis they broadcast over. A row whose every logit is masked has no weights: its output, its lse (-inf) and
+// every gradient through it are zero (torch's scaled_dot_product_attention; Keras' masked Softmax).
+struct AttentionParams {
+  Index batch = 0, heads = 0, tq = 0, tk = 0, head_dim = 0, value_dim = 0;
+  float scale = 1.f;
+  bool causal = false;
+  const float* bias = nullptr;
+  Index bias_strides[4] = {};
+  const float* mask = nullptr;  // non-zero keeps
+  Index mask_strides[4] = {};
+};
+
 struct Conv2DParams {
   Index batch = 0, in_h = 0, in_w = 0, in_c = 0;
   Index out_h = 0, out_w = 0, out_c = 0;
@@ -558,6 +578,17 @@ class Backend {
   virtual void lstm_step_backward(const LstmStepBackward& s, Index batch) = 0;
   virtual void gru_step_forward(const GruStepForward& s, Index batch) = 0;
   virtual void gru_step_backward(const GruStepBackward& s, Index batch) = 0;
+  // Attention (AttentionParams) without the [tq, tk] score matrices: the scores are made a block at a time and
+  // softmaxed online (FlashAttention-2), each thread or thread block holding one block of scores at most.
+  // attention_forward writes out and lse, the log of each row's softmax denominator (logits included), -inf for a
+  // row with every key masked. attention_backward recomputes the scores blockwise from q, k and lse and overwrites dq,
+  // dk and dv with the gradients of sum(dout * out); dbias, when not null, is overwritten with the gradient of the
+  // logits, dense [batch, heads, tq, tk] (the caller reduces it onto the bias' own shape).
+  virtual void attention_forward(const AttentionParams& p, const float* q, const float* k, const float* v, float* out,
+                                 float* lse) = 0;
+  virtual void attention_backward(const AttentionParams& p, const float* q, const float* k, const float* v,
+                                  const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                                  float* dv, float* dbias) = 0;
 
   // ---- step capture ----
   // begin_capture: the ops this thread queues on this device from now on are recorded, not run, until

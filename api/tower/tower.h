@@ -23,6 +23,7 @@
 #include "api/engine/layer.h"
 #include "api/engine/layer_options.h"
 #include "api/models/model.h"
+#include "api/ops/attention.h"
 #include "api/ops/einsum.h"
 #include "api/ops/recurrent.h"
 #include "api/ops/ops.h"

@@ -1043,6 +1043,140 @@ void recurrent_cases(std::vector<OpCase>& t) {
                }});
 }
 
+// ---- attention -----------------------------------------------------------------------------------------------------
+
+// Attention in double on the host, with every score matrix formed: out, lse and (dout given) the gradients.
+struct AttentionReference {
+  std::vector<double> out, lse, dq, dk, dv, dlogits;
+};
+AttentionReference attention_reference(const backend::AttentionParams& p, const std::vector<float>& q,
+                                       const std::vector<float>& k, const std::vector<float>& v,
+                                       const std::vector<float>* bias, const std::vector<float>* mask,
+                                       const std::vector<float>* dout) {
+  const Index hd = p.head_dim, vd = p.value_dim, H = p.heads;
+  AttentionReference r;
+  r.out.assign(static_cast<std::size_t>(p.batch * p.tq * H * vd), 0.0);
+  r.lse.assign(static_cast<std::size_t>(p.batch * H * p.tq), -INFINITY);
+  r.dq.assign(q.size(), 0.0), r.dk.assign(k.size(), 0.0), r.dv.assign(v.size(), 0.0);
+  r.dlogits.assign(static_cast<std::size_t>(p.batch * H * p.tq * p.tk), 0.0);
+  // Element (b, row, h, d) of a [batch, length, heads, dim] operand.
+  const auto at = [&](Index length, Index dim) {
+    return [=](Index b, Index row, Index h, Index d) {
+      return static_cast<std::size_t>(((b * length + row) * H + h) * dim + d);
+    };
+  };
+  const auto qi = at(p.tq, hd), ki = at(p.tk, hd), vi = at(p.tk, vd), oi = at(p.tq, vd);
+  for (Index b = 0; b < p.batch; ++b)
+    for (Index h = 0; h < H; ++h)
+      for (Index i = 0; i < p.tq; ++i) {
+        std::vector<double> w(static_cast<std::size_t>(p.tk), 0.0);
+        std::vector<bool> keep(static_cast<std::size_t>(p.tk));
+        double m = -INFINITY;
+        for (Index j = 0; j < p.tk; ++j) {
+          const Index at[4] = {b, h, i, j};
+          Index mo = 0, bo = 0;
+          for (int a = 0; a < 4; ++a) mo += at[a] * p.mask_strides[a], bo += at[a] * p.bias_strides[a];
+          keep[static_cast<std::size_t>(j)] =
+              !(p.causal && j > i) && !(mask && (*mask)[static_cast<std::size_t>(mo)] == 0.f);
+          double logit = 0;
+          for (Index d = 0; d < hd; ++d) logit += double(q[qi(b, i, h, d)]) * k[ki(b, j, h, d)];
+          logit = logit * p.scale + (bias ? double((*bias)[static_cast<std::size_t>(bo)]) : 0.0);
+          w[static_cast<std::size_t>(j)] = logit;
+          if (keep[static_cast<std::size_t>(j)]) m = std::max(m, logit);
+        }
+        double sum = 0;
+        for (Index j = 0; j < p.tk; ++j) {
+          double& x = w[static_cast<std::size_t>(j)];
+          x = keep[static_cast<std::size_t>(j)] ? std::exp(x - m) : 0.0;
+          sum += x;
+        }
+        if (sum == 0) continue;
+        r.lse[static_cast<std::size_t>((b * H + h) * p.tq + i)] = m + std::log(sum);
+        for (double& x : w) x /= sum;
+        for (Index d = 0; d < vd; ++d)
+          for (Index j = 0; j < p.tk; ++j) r.out[oi(b, i, h, d)] += w[static_cast<std::size_t>(j)] * v[vi(b, j, h, d)];
+        if (!dout) continue;
+        double delta = 0;
+        std::vector<double> dp(static_cast<std::size_t>(p.tk), 0.0);
+        for (Index j = 0; j < p.tk; ++j)
+          for (Index d = 0; d < vd; ++d) {
+            const double g = (*dout)[oi(b, i, h, d)];
+            dp[static_cast<std::size_t>(j)] += g * v[vi(b, j, h, d)];
+            r.dv[vi(b, j, h, d)] += w[static_cast<std::size_t>(j)] * g;
+          }
+        for (Index j = 0; j < p.tk; ++j) delta += w[static_cast<std::size_t>(j)] * dp[static_cast<std::size_t>(j)];
+        for (Index j = 0; j < p.tk; ++j) {
+          const double ds = w[static_cast<std::size_t>(j)] * (dp[static_cast<std::size_t>(j)] - delta);
+          r.dlogits[static_cast<std::size_t>(((b * H + h) * p.tq + i) * p.tk + j)] = ds;
+          for (Index d = 0; d < hd; ++d) {
+            r.dq[qi(b, i, h, d)] += p.scale * ds * k[ki(b, j, h, d)];
+            r.dk[ki(b, j, h, d)] += p.scale * ds * q[qi(b, i, h, d)];
+          }
+        }
+      }
+  return r;
+}
+
+void assign(std::vector<float>& to, const std::vector<double>& from) { to.assign(from.begin(), from.end()); }
+
+// Odd sizes across the CUDA kernel's 32-row tiles and the CPU's blocks, a head size off every vector width, a value
+// size other than the head's; a bias broadcast over heads and a mask over batch and heads (the mask made on the
+// device: relu of an input, so about half the keys are masked); and a causal problem with more queries than keys.
+void attention_cases(std::vector<OpCase>& t) {
+  backend::AttentionParams masked;
+  masked.batch = 2, masked.heads = 2, masked.tq = 37, masked.tk = 41, masked.head_dim = 13, masked.value_dim = 7;
+  masked.scale = 0.4f;
+  masked.bias_strides[0] = masked.tq * masked.tk, masked.bias_strides[2] = masked.tk, masked.bias_strides[3] = 1;
+  masked.mask_strides[2] = masked.tk, masked.mask_strides[3] = 1;
+  backend::AttentionParams causal;
+  causal.batch = 1, causal.heads = 3, causal.tq = 45, causal.tk = 33, causal.head_dim = 9, causal.value_dim = 9;
+  causal.scale = 1.f / 3.f, causal.causal = true;
+  for (const backend::AttentionParams& p : {masked, causal}) {
+    const bool has_bias = p.bias_strides[3] != 0, has_mask = has_bias;
+    const Index nq = p.batch * p.tq * p.heads * p.head_dim, nk = p.batch * p.tk * p.heads * p.head_dim,
+                nv = p.batch * p.tk * p.heads * p.value_dim, no = p.batch * p.tq * p.heads * p.value_dim,
+                nl = p.batch * p.heads * p.tq, nb = has_bias ? p.batch * p.tq * p.tk : 1,
+                nm = has_mask ? p.tq * p.tk : 1, ns = p.batch * p.heads * p.tq * p.tk;
+    const std::string label = "(B=" + str(p.batch) + " N=" + str(p.heads) + " Tq=" + str(p.tq) + " Tk=" + str(p.tk) +
+                              " H=" + str(p.head_dim) + " Hv=" + str(p.value_dim) +
+                              (has_bias ? ", bias [B, 1, Tq, Tk], mask [Tq, Tk])" : ", causal)");
+    // Inputs q, k, v, bias, the mask's source; outputs the mask, out, lse (and backward's dq, dk, dv, dlogits).
+    const auto with_operands = [=](backend::Backend& be, const Ptrs& i, const Ptrs& o) {
+      backend::AttentionParams a = p;
+      if (has_bias) a.bias = i[3];
+      if (has_mask) {
+        be.activation_forward(ActivationKind::relu, {}, i[4], o[0], nm);
+        a.mask = o[0];
+      }
+      return a;
+    };
+    const auto reference = [=](OpBuffers& x, bool backward) {
+      if (has_mask)
+        for (Index e = 0; e < nm; ++e) x.out[0][e] = std::max(x.in[4][e], 0.f);
+      const AttentionReference r = attention_reference(p, x.in[0], x.in[1], x.in[2], has_bias ? &x.in[3] : nullptr,
+                                                       has_mask ? &x.out[0] : nullptr, backward ? &x.in[5] : nullptr);
+      assign(x.out[1], r.out);
+      assign(x.out[2], r.lse);
+      if (!backward) return;
+      assign(x.out[3], r.dq), assign(x.out[4], r.dk), assign(x.out[5], r.dv), assign(x.out[6], r.dlogits);
+    };
+    t.push_back({"attention_forward", "attention_forward" + label, {nq, nk, nv, nb, nm}, {nm, no, nl}, -1, 1, false,
+                 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   be.attention_forward(with_operands(be, i, o), i[0], i[1], i[2], o[1], o[2]);
+                 },
+                 [=](OpBuffers& x) { reference(x, false); }});
+    t.push_back({"attention_backward", "attention_backward" + label, {nq, nk, nv, nb, nm, no},
+                 {nm, no, nl, nq, nk, nv, ns}, -1, 1, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   const backend::AttentionParams a = with_operands(be, i, o);
+                   be.attention_forward(a, i[0], i[1], i[2], o[1], o[2]);
+                   be.attention_backward(a, i[0], i[1], i[2], o[1], o[2], i[5], o[3], o[4], o[5], o[6]);
+                 },
+                 [=](OpBuffers& x) { reference(x, true); }});
+  }
+}
+
 // ---- selection, strided copies, gathers, scans, extremes, casts ----------------------------------------------------
 
 // `values` as a tensor of `dtype` (float32, int32 or int64) on `device`.
@@ -1472,6 +1606,7 @@ std::vector<OpCase> op_table() {
   gemm_cases(t);
   gemm_batched_cases(t);
   recurrent_cases(t);
+  attention_cases(t);
   dense_product_cases(t);
   conv_cases(t);
   pool_cases(t);

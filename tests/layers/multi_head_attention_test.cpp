@@ -1,8 +1,13 @@
 #include "layers/multi_head_attention.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "api/ops/ops.h"
+#include "api/ops/recorder.h"
+#include "api/training/gradient_tape.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -117,6 +122,90 @@ TEST(MultiHeadAttention, MasksGiveMaskedPositionsNoWeight) {
         }
         EXPECT_NEAR(row, 1.f, 1e-6f);
       }
+}
+
+// The ops a call records, by name.
+struct OpNames final : ops::Recorder {
+  std::vector<std::string> names;
+  void record(const ops::Record& r) override { names.push_back(r.op); }
+  bool has(const std::string& op) const { return std::find(names.begin(), names.end(), op) != names.end(); }
+};
+
+TEST(MultiHeadAttention, TheFusedOpComputesTheAttentionUnlessTheScoresAreReturned) {
+  EXPECT_TRUE(layers::MultiHeadAttention({.num_heads = 2, .key_dim = 3})->uses_fused_op());
+  EXPECT_FALSE(
+      layers::MultiHeadAttention({.num_heads = 2, .key_dim = 3, .return_attention_scores = true})->uses_fused_op());
+  EXPECT_FALSE(layers::MultiHeadAttention({.num_heads = 2, .key_dim = 3, .fused = false})->uses_fused_op());
+  for (const bool fused : {true, false}) {
+    layers::MultiHeadAttention mha({.num_heads = 2, .key_dim = 3, .use_causal_mask = true, .fused = fused});
+    mha({Input({4, 5}), Input({4, 5})});
+    const Tensor x = testing::random_tensor({2, 4, 5}, 1);
+    OpNames ops_run;
+    {
+      ops::RecordingScope scope(ops_run);
+      mha->call({x, x}, false);
+    }
+    EXPECT_EQ(ops_run.has("dot_product_attention"), fused);
+    EXPECT_EQ(ops_run.has("softmax"), !fused);
+  }
+}
+
+// The fused op against the composed ops (Keras' formula, which the Keras fixtures check) over the layer's options:
+// outputs and the gradients of inputs and weights, at lengths across the CPU kernel's blocks, with a query row whose
+// every key is masked (the mean of the values on both paths, as Keras).
+TEST(MultiHeadAttention, FusedAndComposedPathsAgree) {
+  struct Case {
+    layers::MultiHeadAttentionOptions options;
+    Index t, s;
+  };
+  const std::vector<Case> cases = {
+      {{.num_heads = 2, .key_dim = 5, .use_causal_mask = true}, 70, 70},
+      {{.num_heads = 3, .key_dim = 4, .value_dim = 3, .output_shape = std::vector<int>{2, 3},
+        .use_attention_mask = true},
+       9, 130},
+      {{.num_heads = 2, .key_dim = 3, .use_bias = false, .use_causal_mask = true, .use_attention_mask = true}, 6, 4},
+  };
+  std::uint64_t seed = 50;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("T=" + std::to_string(c.t) + " S=" + std::to_string(c.s));
+    layers::MultiHeadAttentionOptions composed_options = c.options;
+    composed_options.fused = false;
+    layers::MultiHeadAttention fused(c.options), composed(composed_options);
+    const bool masked = c.options.use_attention_mask;
+    std::vector<SymbolicTensor> symbolic{Input({c.t, 7}), Input({c.s, 6})};
+    if (masked) symbolic.push_back(Input({c.t, c.s}));
+    fused(symbolic);
+    composed(symbolic);
+    randomize_weights(fused, seed);
+    for (std::size_t i = 0; i < fused->weights().size(); ++i)
+      composed->weights()[i]->value.copy_from(fused->weights()[i]->value);
+    std::vector<Tensor> inputs{testing::random_tensor({2, c.t, 7}, seed + 100),
+                               testing::random_tensor({2, c.s, 6}, seed + 101)};
+    if (masked) {
+      std::vector<float> m(static_cast<std::size_t>(2 * c.t * c.s));
+      const Tensor u = testing::random_tensor({2, c.t, c.s}, seed + 102, 0.f, 1.f);
+      const std::vector<float> uv = u.to_vector();
+      for (std::size_t i = 0; i < m.size(); ++i) m[i] = uv[i] < 0.7f ? 1.f : 0.f;
+      for (Index s = 0; s < c.s; ++s) m[static_cast<std::size_t>(c.t + s)] = 0.f;  // example 0, query row 1
+      inputs.push_back(Tensor::from_vector(m, {2, c.t, c.s}));
+    }
+    ++seed;
+    const auto run = [&](const layers::MultiHeadAttention& layer) {
+      GradientTape tape;
+      std::vector<Tensor> sources{inputs[0], inputs[1]};
+      for (const VariablePtr& v : layer->weights()) sources.push_back(v->value);
+      for (const Tensor& x : sources) tape.watch(x);
+      const Tensor y = layer->call(inputs, true)[0];
+      const Tensor r = testing::random_tensor(y.shape(), 7);
+      std::vector<Tensor> out{y};
+      for (const Tensor& g : tape.gradient(ops::sum(y * r), sources, UnconnectedGradients::zero)) out.push_back(g);
+      return out;
+    };
+    const std::vector<Tensor> want = run(composed), got = run(fused);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      testing::expect_near(got[i], want[i], 2e-5f, 2e-5f, i == 0 ? "output" : "gradient " + std::to_string(i - 1));
+  }
 }
 
 TEST(MultiHeadAttention, ConfigHasKerasKeysAndDefaults) {

@@ -64,6 +64,11 @@ class CpuBackend final : public Backend {
   void lstm_step_backward(const LstmStepBackward& s, Index batch) override;
   void gru_step_forward(const GruStepForward& s, Index batch) override;
   void gru_step_backward(const GruStepBackward& s, Index batch) override;
+  void attention_forward(const AttentionParams& p, const float* q, const float* k, const float* v, float* out,
+                         float* lse) override;  // cpu_attention.cpp
+  void attention_backward(const AttentionParams& p, const float* q, const float* k, const float* v, const float* out,
+                          const float* lse, const float* dout, float* dq, float* dk, float* dv,
+                          float* dbias) override;
   // cpu_indexing.cpp
   void strided_copy(const float* x, float* y, const StridedCopy& s) override;
   void take(AnyValues indices, Index count, const float* x, float* y, Index outer, Index n, Index inner) override;

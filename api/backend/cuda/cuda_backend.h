@@ -41,6 +41,11 @@ class CudaBackend final : public Backend {
   void lstm_step_backward(const LstmStepBackward& s, Index batch) override;
   void gru_step_forward(const GruStepForward& s, Index batch) override;
   void gru_step_backward(const GruStepBackward& s, Index batch) override;
+  void attention_forward(const AttentionParams& p, const float* q, const float* k, const float* v, float* out,
+                         float* lse) override;  // cuda_attention.cu
+  void attention_backward(const AttentionParams& p, const float* q, const float* k, const float* v, const float* out,
+                          const float* lse, const float* dout, float* dq, float* dk, float* dv,
+                          float* dbias) override;
   void fill_bytes(void* y, std::size_t bytes, unsigned char value) override;
   void add(const float* a, const float* b, float* y, Index n) override;
   void sub(const float* a, const float* b, float* y, Index n) override;
