@@ -166,7 +166,9 @@ class BucketIterator : public Iterator {
 
   Element emit(std::size_t b) {
     Padding padding = buckets_->padding;
-    if (buckets_->pad_to_bucket_boundary) padding.unknown_size = buckets_->boundaries[b] - 1;
+    // no_padding overrides pad_to_bucket_boundary, and then the last bucket (b == boundaries.size()) takes elements
+    // of any length: it has no boundary to pad to.
+    if (buckets_->pad_to_bucket_boundary && !buckets_->no_padding) padding.unknown_size = buckets_->boundaries[b] - 1;
     Element batch = batch_elements(elements_[b], numbers_[b], buckets_->no_padding ? nullptr : &padding);
     elements_[b].clear();
     numbers_[b].clear();
