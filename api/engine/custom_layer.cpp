@@ -31,6 +31,24 @@ std::vector<Shape> CustomLayer::compute_output_shape(const std::vector<Shape>& i
 }
 
 std::vector<Shape> CustomLayer::shapes_from_call(const std::vector<Shape>& input_shapes) const {
+  // Unknown sizes besides the batch (a sequence of any length) are taken as 1 and then as 2: an output size that
+  // follows them is unknown too.
+  bool unknown = false;
+  for (const Shape& s : input_shapes)
+    for (int d = 1; d < s.rank(); ++d) unknown = unknown || s[d] < 0;
+  std::vector<Shape> shapes = shapes_from_call(input_shapes, 1);
+  if (!unknown) return shapes;
+  const std::vector<Shape> other = shapes_from_call(input_shapes, 2);
+  for (std::size_t k = 0; k < shapes.size() && k < other.size(); ++k) {
+    std::vector<Index> dims = shapes[k].dims();
+    for (int d = 1; d < shapes[k].rank() && d < other[k].rank(); ++d)
+      if (dims[static_cast<std::size_t>(d)] != other[k][d]) dims[static_cast<std::size_t>(d)] = -1;
+    shapes[k] = Shape(dims);
+  }
+  return shapes;
+}
+
+std::vector<Shape> CustomLayer::shapes_from_call(const std::vector<Shape>& input_shapes, Index unknown_size) const {
   auto& self = const_cast<CustomLayer&>(*this);
   const std::vector<VariablePtr> w = weights();
   const Device device = w.empty() ? Device::cpu() : w.front()->value.device();
@@ -38,7 +56,7 @@ std::vector<Shape> CustomLayer::shapes_from_call(const std::vector<Shape>& input
   for (const Shape& s : input_shapes) {
     std::vector<Index> dims = s.dims();
     for (Index& d : dims)
-      if (d < 0) d = 1;
+      if (d < 0) d = unknown_size;
     if (!dims.empty()) dims[0] = 1;
     zeros.push_back(Tensor::zeros(Shape(dims), DType::float32, device));
   }

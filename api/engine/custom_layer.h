@@ -23,7 +23,8 @@
 //     VariablePtr w1_, w2_;
 //   };
 //
-// Output shapes come from running call() once on zeros with a batch of 1 (unknown sizes taken as 1), unrecorded.
+// Output shapes come from running call() once on zeros with a batch of 1, unrecorded; with inputs of unknown sizes
+// besides the batch (Input({-1})), twice, those sizes taken as 1 and as 2, an output size that changes being unknown.
 // A call() that returns other shapes on real data than it did then, or fails, throws naming the layer. The ops
 // allocate their results, so a step with such a layer is not captured as a CUDA graph (fit runs it op by op).
 #include <functional>
@@ -59,6 +60,7 @@ class CustomLayer : public Layer {
 
  private:
   std::vector<Shape> shapes_from_call(const std::vector<Shape>& input_shapes) const;
+  std::vector<Shape> shapes_from_call(const std::vector<Shape>& input_shapes, Index unknown_size) const;
 };
 
 // A CustomLayer whose call() is a given function of its inputs (layers::Lambda, and the nodes tower::ops adds to a

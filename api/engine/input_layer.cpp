@@ -7,7 +7,9 @@ namespace tower {
 InputLayerImpl::InputLayerImpl(Options options) : Layer("InputLayer", options.name), options_(std::move(options)) {
   options_.name = name();
   for (Index d : options_.shape)
-    if (d <= 0) shape_error("input shape " + options_.shape.to_string() + " has a dimension that is not positive");
+    if (d == 0 || d < -1)
+      shape_error("input shape " + options_.shape.to_string() +
+                  " has a dimension that is neither positive nor -1 (a size known only when the data comes)");
 }
 
 Shape InputLayerImpl::batch_shape() const {

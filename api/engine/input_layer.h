@@ -7,7 +7,7 @@
 namespace tower {
 
 struct InputLayerOptions {
-  Shape shape;                      // without the batch dimension, e.g. {28, 28, 1}
+  Shape shape;  // without the batch dimension, e.g. {28, 28, 1}; -1 for a size known only from the data ({-1}: any length)
   std::optional<Index> batch_size;  // none: any batch size
   std::string name;
   template <class V> void visit(V&& v) {

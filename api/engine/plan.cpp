@@ -54,12 +54,34 @@ Plan::Plan(const Layer& model, PlanOptions options)
   const Graph* graph = model.graph();
   if (!graph) throw std::invalid_argument("Plan: '" + model.name() + "' is not a model with a graph");
   std::vector<int> in_ids;
-  for (const SymbolicTensor& t : graph->inputs) {
+  shapes_from_layers_ = !options_.input_shapes.empty();
+  if (shapes_from_layers_ && options_.input_shapes.size() != graph->inputs.size())
+    throw ShapeError("Model '" + model.name() + "': " + std::to_string(options_.input_shapes.size()) +
+                     " input shapes for " + std::to_string(graph->inputs.size()) + " inputs");
+  for (std::size_t i = 0; i < graph->inputs.size(); ++i) {
+    const SymbolicTensor& t = graph->inputs[i];
     const Shape& s = t.shape();
     if (s[0] >= 0 && s[0] != options_.batch_size)
       throw ShapeError("Model '" + model.name() + "': input '" + t.name() + "' has a fixed batch size of " +
                        std::to_string(s[0]) + ", got batches of " + std::to_string(options_.batch_size));
-    const int id = new_value(s.with_batch(options_.batch_size));
+    Shape shape = s.with_batch(options_.batch_size);
+    if (shapes_from_layers_) {
+      const Shape& given = options_.input_shapes[i];
+      bool fits = given.rank() == s.rank() && given[0] == options_.batch_size;
+      for (int d = 1; fits && d < s.rank(); ++d) fits = given[d] > 0 && (s[d] < 0 || s[d] == given[d]);
+      if (!fits)
+        throw ShapeError("Model '" + model.name() + "': input '" + t.name() + "' of shape " + s.to_string() +
+                         " cannot take a batch of shape " + given.to_string() + " (batches of " +
+                         std::to_string(options_.batch_size) + ")");
+      shape = given;
+    } else {
+      for (int d = 1; d < s.rank(); ++d)
+        if (s[d] < 0)
+          throw ShapeError("Model '" + model.name() + "': input '" + t.name() + "' has shape " + s.to_string() +
+                           ", with sizes unknown until the data comes: its plan needs the batch's shapes "
+                           "(PlanOptions::input_shapes, Model::plan_for(input_shapes, training))");
+    }
+    const int id = new_value(shape);
     values_[static_cast<std::size_t>(id)]->external = true;
     in_ids.push_back(id);
     input_shapes_.push_back(values_[static_cast<std::size_t>(id)]->shape);
@@ -137,9 +159,19 @@ void Plan::inline_graph(const Graph& graph, const std::vector<int>& input_ids, s
     for (const SymbolicTensor& m : node->input_masks())
       step->mask_in.push_back(m.defined() ? ids.at(m.node()).at(static_cast<std::size_t>(m.index())) : -1);
     step->computes_mask = node->computes_mask();
-    for (const Shape& s : node->output_shapes()) step->out.push_back(new_value(s.with_batch(options_.batch_size)));
     std::vector<Shape> in_shapes;
     for (int id : in) in_shapes.push_back(values_[static_cast<std::size_t>(id)]->shape);
+    if (shapes_from_layers_) {
+      for (const Shape& s : step->layer->compute_output_shape(in_shapes)) {
+        for (Index d : s.dims())
+          if (d < 0)
+            throw ShapeError(step->layer->where() + "gives an output of shape " + s.to_string() +
+                             " for inputs of known shapes");
+        step->out.push_back(new_value(s));
+      }
+    } else {
+      for (const Shape& s : node->output_shapes()) step->out.push_back(new_value(s.with_batch(options_.batch_size)));
+    }
     if (in.size() == 1 && step->out.size() == 1 && step->layer->output_is_view_of_input(in_shapes)) {
       Value& out = *values_[static_cast<std::size_t>(step->out[0])];
       const Value& source = *values_[static_cast<std::size_t>(in[0])];

@@ -27,12 +27,17 @@ struct PlanOptions {
   Device device = Device::cpu();
   std::uint64_t seed = 0;  // seeds random layers (StepValues::seed); 0 draws one from the global generator
   ReplicaContext* replica = nullptr;  // handed to every layer (ForwardContext::replica); set by strategies
+  // The inputs' shapes, batch dimension included, for a model with inputs of unknown sizes besides the batch
+  // (Input({-1}): sequences of any length); empty for a model whose inputs' sizes are all known. With them every
+  // step's output shapes come from its layer's compute_output_shape.
+  std::vector<Shape> input_shapes;
 };
 
 class Plan {
  public:
   // `model` is a layer with a graph (a Model). Throws std::invalid_argument for a layer without one, and
-  // ShapeError if the model has an input whose batch size is fixed to another value.
+  // ShapeError if the model has an input whose batch size is fixed to another value, an input of unknown size
+  // without options.input_shapes, or input_shapes that do not fit the inputs.
   Plan(const Layer& model, PlanOptions options);
   ~Plan();
   Plan(const Plan&) = delete;
@@ -116,6 +121,7 @@ class Plan {
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<int> input_ids_, output_ids_, output_mask_ids_, output_grad_ids_, input_grad_ids_;
   std::vector<Shape> input_shapes_;
+  bool shapes_from_layers_ = false;  // the inputs' shapes are given (PlanOptions::input_shapes)
   std::vector<VariablePtr> trainable_;
   std::vector<Tensor> weight_grads_;
   Tensor flat_grads_;

@@ -180,6 +180,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   replicas_made_ = false;
   plans_.clear();
   tape_plans_.clear();
+  shape_plans_.clear();
   training_loop_->invalidate_step_graphs();
 }
 
@@ -588,6 +589,7 @@ void ModelImpl::to(Device device) {
   if (device_ && !(*device_ == device)) {
     plans_.clear();
     tape_plans_.clear();
+    shape_plans_.clear();
     training_loop_->invalidate_step_graphs();
   }
   device_ = device;
@@ -604,6 +606,37 @@ Plan& ModelImpl::plan_for(Index batch_size, bool training) {
   o.training = training;
   o.backward = training;
   return cached_plan(plans_[{batch_size, training}], o);
+}
+
+bool ModelImpl::has_unknown_input_sizes() const {
+  for (const SymbolicTensor& t : graph_.inputs)
+    for (int d = 1; d < t.shape().rank(); ++d)
+      if (t.shape()[d] < 0) return true;
+  return false;
+}
+
+Plan& ModelImpl::plan_for(const std::vector<Shape>& input_shapes, bool training) {
+  require_graph("running the model");
+  if (input_shapes.empty() || input_shapes[0].rank() == 0)
+    throw std::invalid_argument("Model '" + name() + "': plan_for needs the inputs' shapes with their batch dimension");
+  if (!has_unknown_input_sizes()) return plan_for(input_shapes[0][0], training);
+  const std::pair<std::vector<Shape>, bool> key{input_shapes, training};
+  auto it = std::find_if(shape_plans_.begin(), shape_plans_.end(), [&](const auto& e) { return e.first == key; });
+  if (it != shape_plans_.end()) {
+    shape_plans_.splice(shape_plans_.begin(), shape_plans_, it);
+  } else {
+    shape_plans_.emplace_front(key, nullptr);
+    if (shape_plans_.size() > kShapePlans) {
+      shape_plans_.pop_back();
+      training_loop_->invalidate_step_graphs();  // a captured step may hold the dropped plan
+    }
+  }
+  PlanOptions o;
+  o.batch_size = input_shapes[0][0];
+  o.training = training;
+  o.backward = training;
+  o.input_shapes = input_shapes;
+  return cached_plan(shape_plans_.front().second, o);
 }
 
 Plan& ModelImpl::tape_plan(Index batch_size, int call, bool input_gradients) {

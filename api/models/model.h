@@ -3,6 +3,7 @@
 // as Python references do) over a ModelImpl, which is itself a Layer, so a model can be called on symbolic
 // tensors inside another model.
 #include <iosfwd>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -86,6 +87,16 @@ class ModelImpl : public Layer {
   // A plan for batches of `batch_size`, made on first use and kept; `training` plans run backward. Plans are
   // remade when the trainable weights change; a graph change (Sequential add / pop) drops plans and replicas.
   Plan& plan_for(Index batch_size, bool training);
+  // The plan for a batch whose inputs have these shapes (batch dimension included): plan_for(batch, training) when
+  // the model's inputs have no unknown sizes besides the batch; otherwise a plan for these shapes, one of the last
+  // kShapePlans made (a batch of another length makes its own plan, as Keras traces a function per input shape; the
+  // least recently used is dropped beyond that, so lengths that vary without end keep memory bounded).
+  Plan& plan_for(const std::vector<Shape>& input_shapes, bool training);
+  static constexpr std::size_t kShapePlans = 8;
+  // How many plans plan_for(input_shapes, training) keeps now (at most kShapePlans).
+  std::size_t shape_plan_count() const { return shape_plans_.size(); }
+  // Whether an input has a size besides the batch known only from the data (Input({-1})).
+  bool has_unknown_input_sizes() const;
   // The training plan a GradientTape runs the model's `call`-th call (0, 1, ...) on one tape through, at this batch
   // size: plan_for(batch_size, true) for a first call that needs no input gradients, else a plan of its own (kept,
   // and remade as plan_for's are), computing its inputs' gradients when `input_gradients`. A model called twice on
@@ -178,6 +189,8 @@ class ModelImpl : public Layer {
   std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
   std::map<std::tuple<Index, int, bool>, std::unique_ptr<Plan>> tape_plans_;
+  // plan_for(input_shapes, training)'s plans, the most recently used first.
+  std::list<std::pair<std::pair<std::vector<Shape>, bool>, std::unique_ptr<Plan>>> shape_plans_;
   // The plan in `slot` for `options`, made when empty and remade when stale (the trainable weights changed).
   Plan& cached_plan(std::unique_ptr<Plan>& slot, PlanOptions options);
   mutable std::optional<Device> device_;

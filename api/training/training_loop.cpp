@@ -100,6 +100,9 @@ namespace {
 // each replica's plan for its rows under a strategy. Makes the plans that do not exist yet.
 template <class Fn>
 void for_each_plan(ModelImpl& model, Index n, Fn&& fn) {
+  // A model of inputs of unknown sizes has a plan per batch shape, made and dropped as the data comes; its plans'
+  // random streams (Dropout's) are not part of a checkpoint.
+  if (model.has_unknown_input_sizes()) return;
   Replicas* replicas = model.replicas();
   if (!replicas) return fn(-1, model.plan_for(n, true));
   for (int r = 0; r < replicas->num_local(); ++r) {
@@ -609,6 +612,10 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   std::function<const Tensor&(std::size_t)> y_pred;
   bool graphed = false;  // penalties and update done in the (captured) step
   if (replicas) {
+    if (model_.has_unknown_input_sizes())
+      throw std::invalid_argument("Model '" + model_.name() +
+                                  "': inputs of unknown sizes (Input({-1})) under a distribution strategy are not "
+                                  "supported; give the inputs fixed sizes (pad the batches to one length)");
     Gathered& g = distributed_step(*replicas, batch, mode);
     if (mode != Mode::predict) {
       stage_loss_inputs(g.loss_inputs, batch, 0, n, g.per_example[0].device(), training);
@@ -619,10 +626,17 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     in = &g.loss_inputs;
     y_pred = [&g](std::size_t o) -> const Tensor& { return g.y_pred[o]; };
   } else {
-    plan = &model_.plan_for(n, training);
+    // Inputs of unknown sizes (sequences of any length) get a plan per batch shape, run op by op: a captured step
+    // belongs to one plan.
+    const bool per_shape = model_.has_unknown_input_sizes();
+    std::vector<Shape> shapes;
+    if (per_shape)
+      for (std::size_t i = 0; i < model_.inputs().size(); ++i) shapes.push_back(batch[i].shape());
+    plan = per_shape ? &model_.plan_for(shapes, training) : &model_.plan_for(n, training);
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
-    StepCapturer* capturer = training && !plan->trainable_weights().empty() ? step_capturer(*plan) : nullptr;
+    StepCapturer* capturer =
+        training && !per_shape && !plan->trainable_weights().empty() ? step_capturer(*plan) : nullptr;
     graphed = capturer != nullptr;
     if (graphed) graphed_train_step(slot, batch, n, *capturer);
     else replica_step(slot, batch, n, mode);
