@@ -2,7 +2,8 @@
 // GlobalMaxPooling1D (keras.layers.GlobalMaxPooling1D): the maximum over all steps of each channel. Input [batch,
 // steps, channels] -> [batch, channels], or [batch, 1, channels] with keepdims. No weights. Runs on the backend's
 // global pooling. Throws std::invalid_argument for data_format 'channels_first'; ShapeError for an input that is not
-// rank 3 or has unknown channels. Masks are not supported (Tower has none yet).
+// rank 3 or has unknown channels. As in Keras, it does not support masks: a mask reaching it is dropped, with Keras'
+// warning (GlobalAveragePooling1D averages the kept steps instead).
 #include "api/engine/layer.h"
 #include "api/engine/layer_options.h"
 

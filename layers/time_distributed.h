@@ -10,7 +10,8 @@
 //
 // Requires a wrapped layer that takes one input, gives one output, and computes each example independently of the
 // batch size (every built-in layer; BatchNormalization in training then takes its statistics over batch * time
-// examples, as Keras does). A model (a layer with a graph) cannot be wrapped. Masks are not supported.
+// examples, as Keras does). A model (a layer with a graph) cannot be wrapped. A mask of the input stays on the output
+// (Keras' supports_masking); the wrapped layer does not see it.
 // Construction throws std::invalid_argument for a missing layer, a model, or a layer taking several inputs; calling
 // it throws ShapeError for an input of rank < 3 and passes on the wrapped layer's ShapeError for the steps' shape.
 #include "api/engine/layer.h"
