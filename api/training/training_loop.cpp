@@ -391,9 +391,10 @@ void TrainingLoop::apply_output_mask(LossInputs& in, std::size_t o, const Tensor
     be.masked_metric_weights(example_weights.defined() ? example_weights.data<float>() : nullptr, per,
                              mask.data<float>(), values, out.data<float>());
   };
-  metric_weights(in.masked_metric_weights[o], Tensor());
+  // Only for the metrics there are: this runs on every step.
+  if (!metrics_[o].empty()) metric_weights(in.masked_metric_weights[o], Tensor());
   const Tensor& mw = in.metric_weights[o].defined() ? in.metric_weights[o] : in.sample_weight;
-  metric_weights(in.masked_weighted_metric_weights[o], mw);
+  if (!weighted_metrics_[o].empty()) metric_weights(in.masked_weighted_metric_weights[o], mw);
 }
 
 void TrainingLoop::stage_inputs(ReplicaSlot& slot, const data::Element& batch, Index n, bool copy) {

@@ -27,7 +27,6 @@ tests/models/mask_test.cpp (MasksLikeKeras.*) reads every file.
 import json
 import os
 import sys
-import zlib
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -36,6 +35,8 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
+
+from make_layer_fixtures import f32_str, seed_of  # noqa: E402
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "masks")
 
@@ -159,17 +160,6 @@ CASES = [
 # MultiHeadAttention reads Keras' call arguments (use_causal_mask) as options.
 POSITIONAL = {"MultiHeadAttention"}
 CALL_ARGUMENTS = {"use_causal_mask", "return_attention_scores"}
-
-
-def seed_of(name, salt):
-    return zlib.crc32(f"{name}/{salt}".encode())
-
-
-def f32_str(v):
-    s = str(np.float32(v))
-    if not np.isfinite(np.float32(v)):
-        raise ValueError(f"non-finite value {s}")
-    return s
 
 
 def tensor_json(a, name=None):
