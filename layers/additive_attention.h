@@ -7,7 +7,7 @@
 // for Attention (layers/attention.h).
 // Weight, Keras' name: scale [dim] (glorot_uniform) with use_scale (the default).
 // Keras' masks (Embedding's mask_zero, Masking): the value's mask masks the scores, the query's zeroes the output
-// and stays on it. Not supported, refused at construction with std::invalid_argument: dropout > 0.
+// and stays on it. dropout drops the weights after the softmax in training, as Attention's (layers/attention.h).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,7 +19,7 @@ namespace tower::layers {
 
 struct AdditiveAttentionOptions {
   bool use_scale = true;
-  float dropout = 0.f;  // only 0 is supported
+  float dropout = 0.f;  // of the attention weights, in training
   std::optional<std::int64_t> seed;
   bool use_causal_mask = false;          // Keras' call argument
   bool return_attention_scores = false;  // Keras' call argument
@@ -37,7 +37,7 @@ struct AdditiveAttentionOptions {
 class AdditiveAttentionImpl final : public CustomLayer {
  public:
   using Options = AdditiveAttentionOptions;
-  // Throws std::invalid_argument if dropout != 0.
+  // Throws std::invalid_argument if dropout is outside [0, 1).
   explicit AdditiveAttentionImpl(Options options);
   const Options& options() const { return options_; }
   const VariablePtr& scale() const { return scale_; }  // null without use_scale
@@ -57,6 +57,8 @@ class AdditiveAttentionImpl final : public CustomLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
+  Tensor weights_dropout(const Shape& shape, Device device, bool training) const;
+
   Options options_;
   VariablePtr scale_;
 };

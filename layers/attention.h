@@ -9,8 +9,8 @@
 // get_config (a Keras config without them reads as false): use_causal_mask (position t attends only to s <= t)
 // and return_attention_scores (a second output, the weights after the softmax [N, T, S]).
 // Weights, Keras' names: scale [] (a scalar, ones) with use_scale; concat_score_weight [] (ones) in "concat" mode.
-// Not supported, refused at construction with std::invalid_argument: dropout > 0 (no per-step seed for a random
-// mask yet). Keras' masks (Embedding's mask_zero, Masking): the value's mask masks the scores, the query's zeroes the
+// dropout (in training): the weights after the softmax are dropped (a new mask each step, from `seed` when given),
+// and return_attention_scores returns the dropped weights, as Keras does. Keras' masks (Embedding's mask_zero, Masking): the value's mask masks the scores, the query's zeroes the
 // output and stays on it.
 #include <cstdint>
 #include <optional>
@@ -24,7 +24,7 @@ namespace tower::layers {
 struct AttentionOptions {
   bool use_scale = false;
   std::string score_mode = "dot";  // "dot" or "concat"
-  float dropout = 0.f;             // only 0 is supported
+  float dropout = 0.f;             // of the attention weights, in training
   std::optional<std::int64_t> seed;
   bool use_causal_mask = false;          // Keras' call argument
   bool return_attention_scores = false;  // Keras' call argument
@@ -43,7 +43,7 @@ struct AttentionOptions {
 class AttentionImpl final : public CustomLayer {
  public:
   using Options = AttentionOptions;
-  // Throws std::invalid_argument for a score_mode other than "dot" or "concat", or dropout != 0.
+  // Throws std::invalid_argument for a score_mode other than "dot" or "concat", or dropout outside [0, 1).
   explicit AttentionImpl(Options options);
   const Options& options() const { return options_; }
   const VariablePtr& scale() const { return scale_; }                              // null without use_scale
@@ -64,6 +64,8 @@ class AttentionImpl final : public CustomLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
+  Tensor weights_dropout(const Shape& shape, Device device, bool training) const;
+
   Options options_;
   VariablePtr scale_, concat_score_weight_;
 };

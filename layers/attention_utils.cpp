@@ -40,13 +40,14 @@ std::vector<Shape> query_value_key_output_shapes(const std::string& where, const
 }
 
 std::vector<Tensor> apply_scores(Tensor scores, const Tensor& value, bool causal, bool return_weights,
-                                 const std::vector<Tensor>& masks) {
+                                 const std::vector<Tensor>& masks, const Tensor& dropout) {
   if (causal) scores = mask_scores(scores, causal_mask(scores.dim(1), scores.dim(2), scores.device()));
   const Tensor none;
   const Tensor& query_mask = masks.size() > 0 ? masks[0] : none;
   const Tensor& value_mask = masks.size() > 1 ? masks[1] : none;
   if (value_mask.defined()) scores = mask_scores(scores, ops::expand_dims(value_mask, 1));
-  const Tensor weights = ops::softmax(scores, -1);
+  Tensor weights = ops::softmax(scores, -1);
+  if (dropout.defined()) weights = weights * dropout;
   Tensor out = ops::matmul(weights, value);
   if (query_mask.defined()) out = out * ops::expand_dims(query_mask, -1);
   if (return_weights) return {out, weights};

@@ -26,9 +26,11 @@ std::vector<Shape> query_value_key_output_shapes(const std::string& where, const
 
 // Keras' Attention._apply_scores: softmax over the last axis of scores [N, T, S] (masked causally with `causal`, and
 // by the value's mask [N, S] when masks[1] is defined), times value [N, S, dim_v]; the output is then zeroed at the
-// query's masked positions (masks[0], [N, T]) as Keras' Attention.call does. Returns the output and the weights.
+// query's masked positions (masks[0], [N, T]) as Keras' Attention.call does. `dropout`, when defined, multiplies the
+// weights after the softmax (a dropout mask [N, T, S], Keras' dropout in training), and the weights returned are
+// the dropped ones, as Keras returns them. Returns the output and the weights.
 std::vector<Tensor> apply_scores(Tensor scores, const Tensor& value, bool causal, bool return_weights,
-                                 const std::vector<Tensor>& masks);
+                                 const std::vector<Tensor>& masks, const Tensor& dropout = Tensor());
 
 // Keras' Attention.compute_mask: the output keeps the query's mask; the scores get none.
 std::vector<SymbolicTensor> query_mask(const std::vector<SymbolicTensor>& masks, bool scores);

@@ -26,15 +26,6 @@ std::vector<Shape> DropoutImpl::compute_output_shape(const std::vector<Shape>& i
   return {in[0]};
 }
 
-namespace {
-// splitmix64's finalizer over boost's hash_combine: every input bit moves the whole result.
-std::uint64_t combine(std::uint64_t h, std::uint64_t v) {
-  std::uint64_t x = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 void DropoutImpl::forward(const ForwardContext& ctx) {
   const Tensor& x = ctx.inputs[0];
@@ -48,17 +39,8 @@ void DropoutImpl::forward(const ForwardContext& ctx) {
   if (!st.mask.defined() || st.mask.shape() != x.shape()) st.mask = Tensor(x.shape(), DType::float32, x.device());
   if (!ctx.step_values) throw std::logic_error(where() + "training forward outside a plan (no step values)");
   // The seed is a step value: drawn by the plan before each step, read by the op from device memory.
-  if (st.seed_slot < 0) {
-    const std::optional<std::int64_t> own = options_.seed;
-    const std::uint64_t position = static_cast<std::uint64_t>(ctx.step_values->size());
-    const std::uint64_t size = static_cast<std::uint64_t>(x.numel());
-    st.seed_slot = ctx.step_values->add([own, position, size, values = ctx.step_values, replica = ctx.replica] {
-      std::uint64_t h = own ? static_cast<std::uint64_t>(*own) : values->seed();
-      h = combine(h, values->step());
-      h = combine(h, replica ? static_cast<std::uint64_t>(replica->replica_id_in_sync_group()) : 0);
-      return combine(combine(h, position), size);
-    });
-  }
+  if (st.seed_slot < 0)
+    st.seed_slot = ctx.step_values->add_seed(options_.seed, ctx.replica, {static_cast<std::uint64_t>(x.numel())});
   backend::Backend& be = backend::get(x.device());
   be.dropout_mask(st.mask.data<float>(), x.numel(), options_.rate, ctx.step_values->device_value(st.seed_slot));
   be.mul(x.data<float>(), st.mask.data<float>(), y.data<float>(), x.numel());

@@ -10,7 +10,7 @@
 namespace tower::layers {
 
 GRUImpl::GRUImpl(Options options)
-    : RecurrentLayer("GRU", options.name, 1, recurrent_settings(options)), options_(std::move(options)) {
+    : RecurrentLayer("GRU", options.name, 1, 3, recurrent_settings(options)), options_(std::move(options)) {
   options_.name = name();
 }
 
@@ -30,8 +30,9 @@ void GRUImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool, StepMasking& masking) {
-  if (!uses_fused_op() || masking.active()) return run_composed(x, states, masking);
+GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, const StepDropout& dropout,
+                             StepMasking& masking) {
+  if (!uses_fused_op() || masking.active() || dropout.active()) return run_composed(x, states, dropout, masking);
   const Index n = x.dim(0), t = x.dim(1), u = options_.units;
   Result r;
   r.sequence = ops::gru(x, kernel_->value, recurrent_kernel_->value, bias_ ? bias_->value : Tensor(), states[0]);
@@ -40,10 +41,10 @@ GRUImpl::Result GRUImpl::run(const Tensor& x, const std::vector<Tensor>& states,
 }
 
 GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states,
-                                      StepMasking& masking) const {
+                                      const StepDropout& dropout, StepMasking& masking) const {
   const Index u = options_.units;
   const Tensor& kernel_u = recurrent_kernel_->value;
-  Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, 3u]
+  Tensor projected = gate_matmul(x, kernel_->value, dropout.input);  // [N, T, 3u]
   Tensor recurrent_bias;
   if (bias_ && options_.reset_after) {
     const std::vector<Tensor> b = ops::split(bias_->value, 2, 0);
@@ -54,9 +55,11 @@ GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>
   }
   // reset_after = false multiplies h by the reset gate before U_h: U splits into its z, r columns and its h columns.
   Tensor u_zr, u_h;
+  std::vector<Tensor> zr_masks;  // recurrent dropout's masks of the z and r gates; the h gate's is the third
   if (!options_.reset_after) {
     u_zr = ops::slice(kernel_u, {0, 0}, {u, 2 * u});
     u_h = ops::slice(kernel_u, {0, 2 * u}, {u, u});
+    if (!dropout.recurrent.empty()) zr_masks = {dropout.recurrent[0], dropout.recurrent[1]};
   }
   Tensor h = states[0];
   std::vector<Tensor> outputs;
@@ -65,17 +68,18 @@ GRUImpl::Result GRUImpl::run_composed(const Tensor& x, const std::vector<Tensor>
     const std::vector<Tensor> xs = ops::split(steps[t], 3, 1);
     Tensor z, r, candidate;
     if (options_.reset_after) {
-      Tensor rec = ops::matmul(h, kernel_u);
+      Tensor rec = gate_matmul(h, kernel_u, dropout.recurrent);
       if (recurrent_bias.defined()) rec = rec + recurrent_bias;
       const std::vector<Tensor> rs = ops::split(rec, 3, 1);
       z = apply_activation(options_.recurrent_activation, xs[0] + rs[0]);
       r = apply_activation(options_.recurrent_activation, xs[1] + rs[1]);
       candidate = apply_activation(options_.activation, xs[2] + r * rs[2]);
     } else {
-      const std::vector<Tensor> rs = ops::split(ops::matmul(h, u_zr), 2, 1);
+      const std::vector<Tensor> rs = ops::split(gate_matmul(h, u_zr, zr_masks), 2, 1);
       z = apply_activation(options_.recurrent_activation, xs[0] + rs[0]);
       r = apply_activation(options_.recurrent_activation, xs[1] + rs[1]);
-      candidate = apply_activation(options_.activation, xs[2] + ops::matmul(r * h, u_h));
+      const Tensor h_h = dropout.recurrent.empty() ? h : h * dropout.recurrent[2];
+      candidate = apply_activation(options_.activation, xs[2] + ops::matmul(r * h_h, u_h));
     }
     std::vector<Tensor> next{z * h + (1.f - z) * candidate};
     outputs.push_back(masking.apply(t, next, {h}));

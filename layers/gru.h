@@ -34,7 +34,7 @@ struct GRUOptions {
   bool stateful = false;
   bool unroll = false;
   bool zero_output_for_mask = false;  // what masked steps output (layers/recurrent.h)
-  std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
+  std::optional<std::int64_t> seed;   // the dropout masks' seed
   bool reset_after = true;
   std::string name;
   // C++ only, like Keras' use_cudnn (not in the config): false composes the steps of ops even where the fused op
@@ -81,9 +81,10 @@ class GRUImpl final : public RecurrentLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
-             StepMasking& masking) override;
-  Result run_composed(const Tensor& x, const std::vector<Tensor>& states, StepMasking& masking) const;
+  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence,
+             const StepDropout& dropout, StepMasking& masking) override;
+  Result run_composed(const Tensor& x, const std::vector<Tensor>& states, const StepDropout& dropout,
+                      StepMasking& masking) const;
 
   Options options_;
   VariablePtr kernel_, recurrent_kernel_, bias_;

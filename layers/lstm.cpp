@@ -11,7 +11,6 @@ namespace tower::layers {
 
 namespace {
 
-
 // Keras' unit_forget_bias: the forget gate's quarter of the bias [4 * units] starts at 1.
 void set_forget_bias(Tensor& bias, Index units) {
   std::vector<float> b = bias.to_vector();
@@ -22,7 +21,7 @@ void set_forget_bias(Tensor& bias, Index units) {
 }  // namespace
 
 LSTMImpl::LSTMImpl(Options options)
-    : RecurrentLayer("LSTM", options.name, 2, recurrent_settings(options)), options_(std::move(options)) {
+    : RecurrentLayer("LSTM", options.name, 2, 4, recurrent_settings(options)), options_(std::move(options)) {
   options_.name = name();
 }
 
@@ -42,9 +41,9 @@ void LSTMImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool,
-                               StepMasking& masking) {
-  if (!uses_fused_op() || masking.active()) return run_composed(x, states, masking);
+LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence,
+                               const StepDropout& dropout, StepMasking& masking) {
+  if (!uses_fused_op() || masking.active() || dropout.active()) return run_composed(x, states, dropout, masking);
   const Index n = x.dim(0), t = x.dim(1), u = options_.units;
   const Tensor all = ops::lstm(x, kernel_->value, recurrent_kernel_->value, bias_ ? bias_->value : Tensor(),
                                states[0], states[1]);  // [N, T, 2, u]
@@ -57,14 +56,14 @@ LSTMImpl::Result LSTMImpl::run(const Tensor& x, const std::vector<Tensor>& state
 }
 
 LSTMImpl::Result LSTMImpl::run_composed(const Tensor& x, const std::vector<Tensor>& states,
-                                        StepMasking& masking) const {
-  Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, 4u]
+                                        const StepDropout& dropout, StepMasking& masking) const {
+  Tensor projected = gate_matmul(x, kernel_->value, dropout.input);  // [N, T, 4u]
   if (bias_) projected = projected + bias_->value;
   Tensor h = states[0], c = states[1];
   std::vector<Tensor> outputs;
   const std::vector<Tensor> steps = unstack_steps(projected);
   for (std::size_t t = 0; t < steps.size(); ++t) {
-    const std::vector<Tensor> z = ops::split(steps[t] + ops::matmul(h, recurrent_kernel_->value), 4, 1);
+    const std::vector<Tensor> z = ops::split(steps[t] + gate_matmul(h, recurrent_kernel_->value, dropout.recurrent), 4, 1);
     const Tensor i = apply_activation(options_.recurrent_activation, z[0]);
     const Tensor f = apply_activation(options_.recurrent_activation, z[1]);
     const Tensor g = apply_activation(options_.activation, z[2]);

@@ -25,10 +25,8 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(Options options)
     if (options_.output_shape->empty()) throw std::invalid_argument(where() + "output_shape is an empty list");
     for (int d : *options_.output_shape) positive("each output_shape size", d);
   }
-  if (options_.dropout != 0.f)
-    throw std::invalid_argument(where() + "dropout=" + std::to_string(options_.dropout) +
-                                " is not supported (the layer has no per-step seed for a random mask yet); use "
-                                "dropout=0, or a Dropout layer after it");
+  if (!(options_.dropout >= 0.f && options_.dropout < 1.f))
+    throw std::invalid_argument(where() + "dropout must be in [0, 1), got " + std::to_string(options_.dropout));
   if (options_.attention_axes) {
     const std::vector<int>& axes = *options_.attention_axes;
     if (axes.size() != 1 || (axes[0] != 1 && axes[0] != -2))
@@ -133,7 +131,7 @@ std::vector<Tensor> MultiHeadAttentionImpl::call(const std::vector<Tensor>& inpu
 }
 
 std::vector<Tensor> MultiHeadAttentionImpl::call_with_masks(const std::vector<Tensor>& inputs,
-                                                            const std::vector<Tensor>& masks, bool) {
+                                                            const std::vector<Tensor>& masks, bool training) {
   const int mask = options_.use_attention_mask ? 1 : 0;
   const bool has_key = static_cast<int>(inputs.size()) == 3 + mask;
   const Tensor& query = inputs[0];
@@ -158,12 +156,15 @@ std::vector<Tensor> MultiHeadAttentionImpl::call_with_masks(const std::vector<Te
   implicit(1, 2);
   if (has_key) implicit(2, 2);
   Tensor context, weights;  // [N, T, heads, value_dim]; the scores after the softmax [N, heads, T, S]
-  if (uses_fused_op()) {
+  const bool dropout = training && options_.dropout > 0.f && in_plan_forward();
+  if (uses_fused_op() && !dropout) {
     context = ops::dot_product_attention(q, k, v, Tensor(), keep, 1.f / std::sqrt(static_cast<float>(options_.key_dim)),
                                          options_.use_causal_mask);
   } else {
     weights = attention_weights(q, k, keep);
-    context = ops::einsum("acbe,aecd->abcd", weights, v);
+    const Tensor dropped =
+        dropout ? weights * dropout_mask(weights.shape(), weights.device(), options_.dropout, options_.seed, 0) : weights;
+    context = ops::einsum("acbe,aecd->abcd", dropped, v);
   }
   // Keras' EinsumDense "abcd,cde->abe" over the output's sizes flattened into one.
   const Index heads = options_.num_heads, vd = value_dim();

@@ -7,7 +7,9 @@
 //   scores = softmax_S(q k^T / sqrt(key_dim), masked)          [N, heads, T, S]
 //   out = (scores v) x Wo + bo [N, T, output_shape...]          (EinsumDense "abcd,cde->abe")
 // The middle two lines are one fused op (ops::dot_product_attention, which never forms the scores) unless the scores
-// are returned (return_attention_scores) or the options say fused = false; they are composed of ops then.
+// are returned (return_attention_scores), the options say fused = false, or dropout applies (a training forward with
+// dropout > 0: the scores after the softmax are dropped before they weigh v, a new mask each step, from `seed` when
+// given; return_attention_scores returns them before the dropout, as Keras does); they are composed of ops then.
 //
 // Inputs, a list (Tower layers take no call arguments): [query, value] or [query, value, key] (key defaults to
 // value), each [N, length, dim] (rank 3); query [N, T, Dq], value [N, S, Dv], key [N, S, Dk], so key and value may
@@ -33,11 +35,12 @@
 // .weights.h5 file keeps them in the sub-groups query_dense, key_dense, value_dense and output_dense of the layer's
 // group, which the Keras weight-file loader maps (api/models/keras_weights.cpp).
 //
-// Not supported, each refused at construction with std::invalid_argument naming the layer: dropout > 0 (the layer
-// has no per-step seed for a random mask yet), attention_axes other than the sequence axis (null, 1 or -2).
+// Not supported, refused at construction with std::invalid_argument naming the layer: attention_axes other than the
+// sequence axis (null, 1 or -2).
 // Keras' implicit masks (Embedding's mask_zero, Masking) join the attention mask as Keras' _compute_attention_mask
 // joins them: the query's masks rows, the value's and the key's columns; the output keeps the query's mask. Weight
 // constraints are not supported.
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -50,7 +53,7 @@ struct MultiHeadAttentionOptions {
   int num_heads = 0;
   int key_dim = 0;
   std::optional<int> value_dim;                    // null: key_dim
-  float dropout = 0.f;                             // only 0 is supported
+  float dropout = 0.f;                             // of the attention scores, in training
   bool use_bias = true;
   std::optional<std::vector<int>> output_shape;    // null: the query's last size
   std::optional<std::vector<int>> attention_axes;  // null, [1] or [-2]: the sequence axis
@@ -61,6 +64,7 @@ struct MultiHeadAttentionOptions {
   bool use_causal_mask = false;          // Keras' call argument
   bool return_attention_scores = false;  // Keras' call argument
   bool use_attention_mask = false;       // the last input is an attention mask [N, T, S]
+  std::optional<std::int64_t> seed;  // the dropout masks'
   std::string name;
   // C++ only, like LSTMOptions::fused (not in the config): false composes the attention of ops (einsum, softmax)
   // even where the fused op applies.
@@ -80,6 +84,7 @@ struct MultiHeadAttentionOptions {
     v("use_causal_mask", use_causal_mask);
     v("return_attention_scores", return_attention_scores);
     v("use_attention_mask", use_attention_mask);
+    v("seed", seed);
     v("name", name);
   }
 };
@@ -87,13 +92,14 @@ struct MultiHeadAttentionOptions {
 class MultiHeadAttentionImpl final : public CustomLayer {
  public:
   using Options = MultiHeadAttentionOptions;
-  // Throws std::invalid_argument if num_heads, key_dim or value_dim <= 0, an output_shape size <= 0, dropout != 0,
+  // Throws std::invalid_argument if num_heads, key_dim or value_dim <= 0, an output_shape size <= 0, dropout outside
+  // [0, 1),
   // or attention_axes is not the sequence axis.
   explicit MultiHeadAttentionImpl(Options options);
   const Options& options() const { return options_; }
   int value_dim() const { return options_.value_dim.value_or(options_.key_dim); }
   // Whether ops::dot_product_attention computes the attention (`fused`, and no return_attention_scores: the fused
-  // op never forms the weights).
+  // op never forms the weights), in inference and in training without dropout.
   bool uses_fused_op() const { return options_.fused && !options_.return_attention_scores; }
 
   void build(const std::vector<Shape>& input_shapes) override;

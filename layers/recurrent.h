@@ -10,9 +10,23 @@
 // zero_output_for_mask; the output sequence keeps the input's mask, the last output and the states get none. A masked
 // sequence runs the steps composed of tower::ops (as Keras falls back from cuDNN with a mask that is not right-padded).
 //
-// Not supported, each refused at construction with std::invalid_argument naming the layer: stateful = true, dropout
-// and recurrent_dropout above 0. unroll is accepted and changes nothing (the steps are computed the same way either
-// way).
+// Dropout (Keras' DropoutRNNCell), in training only: `dropout` drops input features and `recurrent_dropout` the
+// previous h's units, each with a mask [N, F] or [N, units] drawn once per sequence and used at every step, new for
+// each training step (CustomLayer::dropout_mask, with the layer's `seed`). With recurrent_dropout > 0 a layer of
+// several gates (LSTM: 4, GRU: 3) draws one mask per gate for each, as Keras' implementation 1 does, and composes
+// its steps of tower::ops; with dropout alone, one mask multiplies the whole input sequence and the fused op still
+// runs. Keras' masks come from TensorFlow's random generator, so the values of the masks differ from Keras'; their
+// distribution and where they apply do not.
+//
+// stateful (Keras' stateful=True): the final states of each call in a plan (training, evaluation or prediction)
+// become the initial states of the next call on the same replica, as values (no gradient flows from one batch into
+// the one before), until reset_state(). Every batch must then have the batch size of the first (Keras' error
+// otherwise); initial states given as inputs take precedence. unroll is accepted and changes nothing (the steps are
+// computed the same way either way).
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +44,14 @@ struct RecurrentSettings {
   double dropout = 0.0;
   double recurrent_dropout = 0.0;
   bool zero_output_for_mask = false;
+  std::optional<std::int64_t> seed;  // the dropout masks'
 };
 
 // The settings of a layer's options struct (the fields of these names).
 template <class Options>
 RecurrentSettings recurrent_settings(const Options& o) {
-  return {o.units,   o.return_sequences, o.return_state,      o.go_backwards,
-          o.stateful, o.dropout,         o.recurrent_dropout, o.zero_output_for_mask};
+  return {o.units,   o.return_sequences, o.return_state,      o.go_backwards,         o.stateful,
+          o.dropout, o.recurrent_dropout, o.zero_output_for_mask, o.seed};
 }
 
 class RecurrentLayer : public CustomLayer {
@@ -60,10 +75,23 @@ class RecurrentLayer : public CustomLayer {
   const RecurrentSettings& settings() const { return settings_; }
   // Keras' recurrent layers keep their weights in their cell's group of a .weights.h5 file.
   std::string keras_variables_group() const override { return "cell"; }
+  // A stateful layer's carried states go back to zeros (on every replica). Nothing for a layer that is not stateful.
+  void reset_state();
+  void reset_states() { reset_state(); }
 
  protected:
-  // Checks the settings (throws std::invalid_argument naming the layer).
-  RecurrentLayer(std::string type, std::string name, int states, RecurrentSettings settings);
+  // Checks the settings (throws std::invalid_argument naming the layer: units <= 0, a dropout rate outside [0, 1)).
+  // `gates`: the blocks of units a step computes (SimpleRNN 1, LSTM 4, GRU 3), one dropout mask each under
+  // recurrent_dropout.
+  RecurrentLayer(std::string type, std::string name, int states, int gates, RecurrentSettings settings);
+
+  // The dropout masks of one call (see the top of this file): empty when nothing is dropped. `input` is left empty
+  // when one mask was applied to the whole sequence before run().
+  struct StepDropout {
+    std::vector<Tensor> input;      // one [N, F] mask per gate
+    std::vector<Tensor> recurrent;  // one [N, units] mask per gate (one in all for a single-gate layer)
+    bool active() const { return !input.empty() || !recurrent.empty(); }
+  };
 
   // Every step's output [N, T, units] (in the order the steps ran) and the final states.
   struct Result {
@@ -71,20 +99,32 @@ class RecurrentLayer : public CustomLayer {
     std::vector<Tensor> states;
   };
   // The recurrence over x [N, T, F] (already reversed for go_backwards) from `states`. `need_sequence`: whether
-  // the caller uses Result::sequence. `masking` (StepMasking below) applies the mask to each step when there is one.
+  // the caller uses Result::sequence. `masking` (StepMasking below) applies the mask to each step when there is one;
+  // `dropout` holds the masks a step's input and h are multiplied by (gate_matmul applies them).
   class StepMasking;
-  virtual Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
-                     StepMasking& masking) = 0;
+  virtual Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence,
+                     const StepDropout& dropout, StepMasking& masking) = 0;
 
   // The feature size the layer was built for (after build), for shape checks.
   Index built_features() const { return features_; }
   void set_built_features(Index f) { features_ = f; }
 
  private:
-  int states_;
+  StepDropout draw_dropout(Tensor& x, Index units);
+  // A stateful layer's initial states for this call, or none; keeps `states` for the next call.
+  std::vector<Tensor> carried_states(Index batch);
+  void carry(const std::vector<Tensor>& states);
+
+  int states_, gates_;
   RecurrentSettings settings_;
   Index features_ = -1;
+  std::mutex carried_mutex_;
+  std::map<int, std::vector<Tensor>> carried_;  // a stateful layer's final states, by replica
 };
+
+// x [..., F] times a kernel [F, gates * u]; with masks (one per gate, [N, F], x [N, F] or [N, T, F]), gate g's
+// columns are those of (x * masks[g]) times the kernel (Keras' implementation 1); without, x times the kernel.
+Tensor gate_matmul(const Tensor& x, const Tensor& kernel, const std::vector<Tensor>& masks);
 
 // The steps of x [N, T, ...] along axis 1, each [N, ...]; and their inverse, [N, T, ...] from T tensors [N, ...].
 // Keras' masked recurrence, one step at a time: where step t's mask is 0, the states keep their previous values and

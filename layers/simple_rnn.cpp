@@ -9,7 +9,7 @@
 namespace tower::layers {
 
 SimpleRNNImpl::SimpleRNNImpl(Options options)
-    : RecurrentLayer("SimpleRNN", options.name, 1, recurrent_settings(options)),
+    : RecurrentLayer("SimpleRNN", options.name, 1, 1, recurrent_settings(options)),
       options_(std::move(options)) {
   options_.name = name();
 }
@@ -23,15 +23,15 @@ void SimpleRNNImpl::build(const std::vector<Shape>& in) {
   set_built_features(f);
 }
 
-SimpleRNNImpl::Result SimpleRNNImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool, bool,
-                                         StepMasking& masking) {
+SimpleRNNImpl::Result SimpleRNNImpl::run(const Tensor& x, const std::vector<Tensor>& states, bool,
+                                         const StepDropout& dropout, StepMasking& masking) {
   Tensor projected = ops::matmul(x, kernel_->value);  // [N, T, units]
   if (bias_) projected = projected + bias_->value;
   Tensor h = states[0];
   std::vector<Tensor> outputs;
   const std::vector<Tensor> steps = unstack_steps(projected);
   for (std::size_t t = 0; t < steps.size(); ++t) {
-    std::vector<Tensor> next{apply_activation(options_.activation, steps[t] + ops::matmul(h, recurrent_kernel_->value))};
+    std::vector<Tensor> next{apply_activation(options_.activation, steps[t] + gate_matmul(h, recurrent_kernel_->value, dropout.recurrent))};
     outputs.push_back(masking.apply(t, next, {h}));
     h = next[0];
   }

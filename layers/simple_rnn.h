@@ -29,7 +29,7 @@ struct SimpleRNNOptions {
   bool stateful = false;
   bool unroll = false;
   bool zero_output_for_mask = false;  // what masked steps output (layers/recurrent.h)
-  std::optional<std::int64_t> seed;   // the dropout masks' seed (dropout is refused)
+  std::optional<std::int64_t> seed;   // the dropout masks' seed
   std::string name;
   template <class V> void visit(V&& v) {
     v("units", units);
@@ -68,8 +68,8 @@ class SimpleRNNImpl final : public RecurrentLayer {
   Config get_config() const override { return options_to_config(options_); }
 
  private:
-  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence, bool training,
-             StepMasking& masking) override;
+  Result run(const Tensor& x, const std::vector<Tensor>& states, bool need_sequence,
+             const StepDropout& dropout, StepMasking& masking) override;
 
   Options options_;
   VariablePtr kernel_, recurrent_kernel_, bias_;

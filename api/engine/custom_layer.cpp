@@ -1,9 +1,14 @@
 #include "api/engine/custom_layer.h"
 
+#include <map>
 #include <memory>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
+#include "api/backend/backend.h"
+#include "api/engine/replica_context.h"
+#include "api/engine/step_values.h"
 #include "api/ops/recorder.h"
 
 namespace tower {
@@ -14,6 +19,22 @@ namespace {
 struct CallState : LayerState {
   ops::Recording recording;
   std::vector<Tensor> inputs, outputs;
+  // Per layer (a wrapper's call() runs its layers' calls) and dropout_mask stream: its slot among the step values.
+  std::map<std::pair<const CustomLayer*, int>, int> seed_slots;
+};
+
+// The forward running call() on this thread, for what call() asks of its plan (dropout masks, the replica).
+thread_local const ForwardContext* current_forward = nullptr;
+
+class ForwardScope {
+ public:
+  explicit ForwardScope(const ForwardContext& ctx) : previous_(current_forward) { current_forward = &ctx; }
+  ~ForwardScope() { current_forward = previous_; }
+  ForwardScope(const ForwardScope&) = delete;
+  ForwardScope& operator=(const ForwardScope&) = delete;
+
+ private:
+  const ForwardContext* previous_;
 };
 
 }  // namespace
@@ -91,6 +112,7 @@ void CustomLayer::forward(const ForwardContext& ctx) {
   for (const Tensor& x : st.inputs) st.recording.watch(x);
   for (const VariablePtr& v : trainable_weights()) st.recording.watch(v->value);
   {
+    const ForwardScope forward_scope(ctx);
     const ops::RecordingScope scope(st.recording, /*exclusive=*/true);
     if (ctx.masks.empty()) {
       st.outputs = call(st.inputs, ctx.training);
@@ -144,6 +166,29 @@ void CustomLayer::backward(const BackwardContext& ctx) {
   };
   for (std::size_t i = 0; i < ctx.grad_inputs.size() && i < st.inputs.size(); ++i) write(ctx.grad_inputs[i], g[i]);
   for (std::size_t k = 0; k < ctx.weight_grads.size(); ++k) write(ctx.weight_grads[k], g[st.inputs.size() + k]);
+}
+
+Tensor CustomLayer::dropout_mask(const Shape& shape, Device device, double rate, std::optional<std::int64_t> seed,
+                                 int stream) const {
+  if (!current_forward || !current_forward->step_values)
+    throw std::logic_error(where() + "a dropout mask is drawn only in a plan's training forward");
+  if (stream < 0) throw std::invalid_argument(where() + "dropout mask stream " + std::to_string(stream) + " < 0");
+  auto& st = current_forward->get_state<CallState>();
+  const auto [slot, added] = st.seed_slots.try_emplace({this, stream}, -1);
+  if (added)
+    slot->second = current_forward->step_values->add_seed(
+        seed, current_forward->replica,
+        {static_cast<std::uint64_t>(shape.numel()), static_cast<std::uint64_t>(stream)});
+  Tensor mask(shape, DType::float32, device);
+  backend::get(device).dropout_mask(mask.data<float>(), mask.numel(), static_cast<float>(rate),
+                                    current_forward->step_values->device_value(slot->second));
+  return mask;
+}
+
+bool CustomLayer::in_plan_forward() const { return current_forward != nullptr; }
+
+int CustomLayer::replica_id() const {
+  return current_forward && current_forward->replica ? current_forward->replica->replica_id_in_sync_group() : 0;
 }
 
 FunctionLayer::FunctionLayer(std::string type, std::string name, int inputs, Function function)

@@ -27,7 +27,9 @@
 // besides the batch (Input({-1})), twice, those sizes taken as 1 and as 2, an output size that changes being unknown.
 // A call() that returns other shapes on real data than it did then, or fails, throws naming the layer. The ops
 // allocate their results, so a step with such a layer is not captured as a CUDA graph (fit runs it op by op).
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,19 @@ class CustomLayer : public Layer {
   void forward(const ForwardContext& ctx) final;
   void backward(const BackwardContext& ctx) final;
   int num_inputs() const override { return -1; }
+
+ protected:
+  // For call() in a plan's training forward: a mask of `shape` on `device`, each element 0 with probability `rate`
+  // and 1 / (1 - rate) otherwise (keras.random.dropout of ones), drawn anew for every training step as Dropout's
+  // masks are (StepValues::add_seed: from `seed`, else the plan's seed; the step; the replica); `stream` tells a
+  // call's masks apart (the same stream draws the same mask within one step). A constant to the recording: nothing
+  // is differentiated through it. Throws std::logic_error outside a plan's forward.
+  Tensor dropout_mask(const Shape& shape, Device device, double rate, std::optional<std::int64_t> seed,
+                      int stream) const;
+  // Whether call() runs in a plan's forward (false in compute_output_shape's calls and direct calls).
+  bool in_plan_forward() const;
+  // The index in sync of the replica whose plan runs call() (0 without a strategy or outside a plan).
+  int replica_id() const;
 
  private:
   std::vector<Shape> shapes_from_call(const std::vector<Shape>& input_shapes) const;

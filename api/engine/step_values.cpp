@@ -5,7 +5,19 @@
 #include <string>
 #include <utility>
 
+#include "api/engine/replica_context.h"
+
 namespace tower {
+
+namespace {
+// splitmix64's finalizer over boost's hash_combine: every input bit moves the whole result.
+std::uint64_t combine(std::uint64_t h, std::uint64_t v) {
+  std::uint64_t x = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
 
 StepValues::StepValues(Device device, std::uint64_t seed) : device_(device), seed_(seed) {}
 
@@ -23,6 +35,19 @@ int StepValues::add(Source source) {
   sources_.push_back(std::move(source));
   upload();
   return static_cast<int>(slot);
+}
+
+int StepValues::add_seed(std::optional<std::int64_t> seed, const ReplicaContext* replica,
+                         std::initializer_list<std::uint64_t> salt) {
+  const std::uint64_t position = static_cast<std::uint64_t>(size());
+  return add([this, seed, replica, position, salt = std::vector<std::uint64_t>(salt)] {
+    std::uint64_t h = seed ? static_cast<std::uint64_t>(*seed) : seed_;
+    h = combine(h, step_);
+    h = combine(h, replica ? static_cast<std::uint64_t>(replica->replica_id_in_sync_group()) : 0);
+    h = combine(h, position);
+    for (const std::uint64_t s : salt) h = combine(h, s);
+    return h;
+  });
 }
 
 void StepValues::refresh() {

@@ -13,12 +13,16 @@
 // seed() and steps(), and plans that run in parallel (one per replica) never share a counter.
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "api/core/device.h"
 #include "api/core/tensor.h"
 
 namespace tower {
+
+class ReplicaContext;
 
 class StepValues {
  public:
@@ -32,6 +36,12 @@ class StepValues {
   // Registers `source`, draws its value for the current step at once and uploads it; returns its slot. The
   // buffer may move: earlier device_value() pointers are void afterwards.
   int add(Source source);
+  // Registers a source of random seeds (Dropout's masks, a recurrent layer's dropout masks): each step's value
+  // mixes `seed` (the plan's seed() when not given), step(), the index in sync of `replica` (0 when null), the
+  // slot's position among the plan's sources and `salt` (what the caller adds: its tensor's size, a mask's index),
+  // so that two sources, two steps or two replicas draw unrelated values, the same in every run.
+  int add_seed(std::optional<std::int64_t> seed, const ReplicaContext* replica,
+               std::initializer_list<std::uint64_t> salt);
   // Starts the next step (step() becomes steps(), then steps() grows by one), calls every source in registration
   // order, writes the host mirror and uploads it (one copy).
   void refresh();

@@ -49,10 +49,12 @@ TEST(AdditiveAttention, ConfigHasKerasKeysAndDefaults) {
 
 TEST(AdditiveAttention, BadArgumentsAndShapesNameTheLayer) {
   try {
-    layers::AdditiveAttention({.dropout = 0.2f, .name = "aa"});
+    layers::AdditiveAttention({.dropout = 1.f, .name = "aa"});
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("Layer 'aa' (AdditiveAttention): dropout=0.2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Layer 'aa' (AdditiveAttention): dropout must be in [0, 1), got 1"),
+              std::string::npos)
+        << e.what();
   }
   try {
     layers::AdditiveAttention({.name = "ab"})({Input({3, 4}), Input({5, 3})});

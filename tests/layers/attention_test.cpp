@@ -92,7 +92,7 @@ TEST(Attention, ConfigHasKerasKeysAndDefaults) {
 TEST(Attention, BadArgumentsAndShapesNameTheLayer) {
   EXPECT_TRUE(contains(message_of([] { layers::Attention({.score_mode = "add", .name = "a"}); }),
                        "Layer 'a' (Attention): score_mode must be \"dot\" or \"concat\", got \"add\""));
-  EXPECT_TRUE(contains(message_of([] { layers::Attention({.dropout = 0.5f}); }), "dropout=0.5"));
+  EXPECT_TRUE(contains(message_of([] { layers::Attention({.dropout = -0.5f}); }), "dropout must be in [0, 1), got -0.5"));
   const auto shape_message = [](std::vector<SymbolicTensor> in) {
     try {
       layers::Attention({.name = "s"})(in);

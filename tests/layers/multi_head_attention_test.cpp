@@ -237,8 +237,8 @@ TEST(MultiHeadAttention, BadArgumentsNameTheLayer) {
   EXPECT_TRUE(contains(message_of([] { layers::MultiHeadAttention({.num_heads = 0, .key_dim = 2, .name = "a"}); }),
                        "Layer 'a' (MultiHeadAttention): num_heads must be positive, got 0"));
   EXPECT_TRUE(contains(message_of([] { layers::MultiHeadAttention({.num_heads = 2, .key_dim = 0}); }), "key_dim"));
-  EXPECT_TRUE(contains(message_of([] { layers::MultiHeadAttention({.num_heads = 2, .key_dim = 2, .dropout = 0.1f}); }),
-                       "dropout=0.1"));
+  EXPECT_TRUE(contains(message_of([] { layers::MultiHeadAttention({.num_heads = 2, .key_dim = 2, .dropout = 1.5f}); }),
+                       "dropout must be in [0, 1), got 1.5"));
   EXPECT_TRUE(contains(message_of([] {
                          layers::MultiHeadAttention({.num_heads = 2, .key_dim = 2, .attention_axes = std::vector<int>{2}});
                        }),

@@ -175,12 +175,6 @@ TEST(Recurrent, ConfigsRoundTrip) {
 TEST(Recurrent, BadArgumentsAndShapesNameTheLayer) {
   EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 0, .name = "l"}); }).find("Layer 'l' (LSTM): units must be positive"),
             std::string::npos);
-  EXPECT_NE(testing::error_of([] { layers::GRU({.units = 2, .stateful = true, .name = "g"}); })
-                .find("Layer 'g' (GRU): stateful=true is not supported"),
-            std::string::npos);
-  EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 2, .dropout = 0.2, .name = "d"}); })
-                .find("Layer 'd' (LSTM): dropout and recurrent_dropout are not supported"),
-            std::string::npos);
   EXPECT_NE(testing::error_of([] { layers::LSTM({.units = 2, .name = "r"})(Input({5})); })
                 .find("Layer 'r' (LSTM): expects a sequence [batch, timesteps, features], got shape (None, 5)"),
             std::string::npos);

@@ -1,6 +1,6 @@
 // The recurrent and attention layers on a GPU: one model of Embedding, LSTM (fused), GRU (fused and composed),
 // SimpleRNN, MultiHeadAttention with a causal mask and LayerNormalization, trained on cuda:0, gives the CPU's losses
-// and weights (the fused steps' kernels and cuBLASLt's strided per-step products among them).
+// and weights (the fused steps' kernels and cuBLASLt's strided per-step products among them); and with dropout.
 #include <gtest/gtest.h>
 
 #include "testing/device_parity.h"
@@ -30,6 +30,28 @@ TEST(RecurrentAttentionDevice, TrainingOnTheGpuMatchesTheCpu_CUDA) {
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 3);
   const Tensor y = Tensor::from_vector(labels, {32});
   testing::expect_gpu_training_matches_cpu(recurrent_attention_model, x, y, 11);
+}
+
+// Keras' dropout in the recurrent and attention layers: the masks come from the backend's counter-based dropout_mask,
+// so cuda:0 draws the CPU's masks and trains to the CPU's weights.
+Model dropout_model() {
+  SymbolicTensor ids = Input({10});
+  SymbolicTensor h = layers::Embedding({.input_dim = 20, .output_dim = 8})(ids);
+  h = layers::LSTM({.units = 8, .dropout = 0.2, .recurrent_dropout = 0.3, .return_sequences = true})(h);
+  h = layers::MultiHeadAttention({.num_heads = 2, .key_dim = 4, .dropout = 0.25f})({h, h});
+  h = layers::Attention({.dropout = 0.2f})({h, h});
+  h = layers::GRU({.units = 6, .dropout = 0.3})(h);
+  return Model(ids, layers::Dense({.units = 3, .activation = "softmax"})(h));
+}
+
+TEST(RecurrentAttentionDevice, DropoutOnTheGpuMatchesTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  std::vector<float> id_values(32 * 10);
+  for (std::size_t i = 0; i < id_values.size(); ++i) id_values[i] = static_cast<float>((i * 3) % 20);
+  const Tensor x = Tensor::from_vector(id_values, {32, 10});
+  std::vector<std::int32_t> labels(32);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 3);
+  testing::expect_gpu_training_matches_cpu(dropout_model, x, Tensor::from_vector(labels, {32}), 12);
 }
 
 // The same model learns on the CPU: the class is the first id's remainder modulo 3, which every layer has to carry.

@@ -1,7 +1,8 @@
 #pragma once
 // Shared checks every layer test uses (Keras' run_layer_test, flashlight's Jacobian helper):
 //   check_gradients   central finite differences of L = sum(output * R) (R fixed random) against the
-//                     layer's backward, for every input and every trainable weight;
+//                     layer's backward, for every input and every trainable weight (a random layer keeps the masks
+//                     of the analytic pass);
 //   check_config_roundtrip   get_config -> from_config -> get_config is the identity;
 //   run_layer        forward through a one-layer model, returning the outputs.
 #include <gtest/gtest.h>
