@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/core/random.h"
+#include "testing/errors.h"
 
 namespace tower::data {
 namespace {
@@ -62,15 +63,6 @@ Dataset counting(std::int32_t n, std::shared_ptr<std::atomic<int>> passes = null
   });
 }
 
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 TEST(DatasetTest, FromTensorSlicesYieldsRowsInOrder) {
   const Dataset ds = Dataset::from_tensor_slices(xy(5));
   EXPECT_EQ(ds.cardinality(), 5);
@@ -89,7 +81,7 @@ TEST(DatasetTest, FromTensorSlicesYieldsRowsInOrder) {
 }
 
 TEST(DatasetTest, FromTensorSlicesRejectsBadComponents) {
-  const std::string msg = error_of([] {
+  const std::string msg = testing::error_of([] {
     Dataset::from_tensor_slices({Tensor::zeros(Shape{5, 2}), Tensor::zeros(Shape{4})});
   });
   EXPECT_NE(msg.find("(5, 2)"), std::string::npos) << msg;
@@ -147,7 +139,7 @@ TEST(DatasetTest, MapExceptionIsRethrownInOrderThenEndsThePass) {
         threads);
     auto it = ds.make_iterator();
     for (int i = 0; i < 5; ++i) EXPECT_EQ(value((*it->next())[0]), i);
-    EXPECT_EQ(error_of([&] { it->next(); }), "bad element 5");
+    EXPECT_EQ(testing::error_of([&] { it->next(); }), "bad element 5");
     EXPECT_FALSE(it->next());
   }
 }
@@ -282,7 +274,7 @@ TEST(DatasetTest, BatchOfMismatchedShapesNamesTheElement) {
     };
   });
   auto it = ds.batch(3).make_iterator();
-  const std::string msg = error_of([&] { it->next(); });
+  const std::string msg = testing::error_of([&] { it->next(); });
   EXPECT_NE(msg.find("element 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(3,)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(2,)"), std::string::npos) << msg;
@@ -332,7 +324,7 @@ TEST(DatasetTest, PrefetchRethrowsTheProducersException) {
                          .prefetch(2);
   auto it = ds.make_iterator();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(value((*it->next())[0]), i);
-  EXPECT_EQ(error_of([&] { it->next(); }), "map failed on 3");
+  EXPECT_EQ(testing::error_of([&] { it->next(); }), "map failed on 3");
   EXPECT_FALSE(it->next());
 }
 

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "api/io/weights_file.h"  // io::crc32, for a hand-made gzip file
+#include "testing/errors.h"
 
 namespace tower::data {
 namespace {
@@ -46,15 +47,6 @@ std::string read_bytes(const fs::path& path) {
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 #define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
@@ -100,7 +92,7 @@ TEST(IdxTest, ConvertsOtherValueTypes) {
 }
 
 TEST(IdxTest, MissingFileNamesThePath) {
-  const std::string msg = error_of([] { idx::read("/nonexistent/train-images-idx3-ubyte"); });
+  const std::string msg = testing::error_of([] { idx::read("/nonexistent/train-images-idx3-ubyte"); });
   EXPECT_HAS(msg, "/nonexistent/train-images-idx3-ubyte");
   EXPECT_HAS(msg, "not found");
 }
@@ -110,21 +102,21 @@ TEST(IdxTest, TruncatedFileNamesThePathAndByteCounts) {
   const std::string full = read_bytes(kFixtures / "train-images-idx3-ubyte");
   const fs::path cut = dir / "cut-idx3-ubyte";
   write_bytes(cut, full.substr(0, 16 + 100));
-  std::string msg = error_of([&] { idx::read(cut.string()); });
+  std::string msg = testing::error_of([&] { idx::read(cut.string()); });
   EXPECT_HAS(msg, cut.string());
   EXPECT_HAS(msg, "truncated");
   EXPECT_HAS(msg, "4704");  // 6 * 28 * 28
   EXPECT_HAS(msg, " 100 ");
 
   write_bytes(cut, full.substr(0, 10));  // inside the dimensions
-  msg = error_of([&] { idx::read(cut.string()); });
+  msg = testing::error_of([&] { idx::read(cut.string()); });
   EXPECT_HAS(msg, "truncated");
   EXPECT_HAS(msg, "12 bytes");
 
   const std::string gz = read_bytes(kFixtures / "t10k-images-idx3-ubyte.gz");
   const fs::path cut_gz = dir / "cut.gz";
   write_bytes(cut_gz, gz.substr(0, gz.size() / 2));
-  msg = error_of([&] { idx::read(cut_gz.string()); });
+  msg = testing::error_of([&] { idx::read(cut_gz.string()); });
   EXPECT_HAS(msg, cut_gz.string());
   EXPECT_HAS(msg, "truncated");
   EXPECT_HAS(msg, "3136");  // 4 * 28 * 28
@@ -134,13 +126,13 @@ TEST(IdxTest, WrongMagicOrTypeIsRejected) {
   TempDir dir;
   const fs::path png = dir / "image.png";
   write_bytes(png, std::string("\x89PNG\r\n\x1a\n", 8) + std::string(100, '\0'));
-  std::string msg = error_of([&] { idx::read(png.string()); });
+  std::string msg = testing::error_of([&] { idx::read(png.string()); });
   EXPECT_HAS(msg, png.string());
   EXPECT_HAS(msg, "not an IDX file");
 
   const fs::path bad_type = dir / "bad-type";
   write_bytes(bad_type, std::string("\0\0\x07\x01\0\0\0\x01\x05", 9));
-  msg = error_of([&] { idx::read(bad_type.string()); });
+  msg = testing::error_of([&] { idx::read(bad_type.string()); });
   EXPECT_HAS(msg, bad_type.string());
   EXPECT_HAS(msg, "0x07");
 }
@@ -166,7 +158,7 @@ TEST(IdxTest, DimensionsLargerThanTheFileAreRejectedBeforeAllocating) {
                              std::string("\0\x01\x86\xa0", 4) + std::string("\0\x01\x86\xa0", 4);
   const fs::path plain = dir / "huge-idx3-ubyte";
   write_bytes(plain, header + "abc");
-  std::string msg = error_of([&] { idx::read(plain.string()); });
+  std::string msg = testing::error_of([&] { idx::read(plain.string()); });
   EXPECT_HAS(msg, plain.string());
   EXPECT_HAS(msg, "truncated");
   EXPECT_HAS(msg, "(100000, 100000, 100000)");
@@ -176,14 +168,14 @@ TEST(IdxTest, DimensionsLargerThanTheFileAreRejectedBeforeAllocating) {
   // Compressed, the same header is judged by what a gzip file of that size can hold (1032 bytes per byte).
   const fs::path gz = dir / "huge-idx3-ubyte.gz";
   write_bytes(gz, gzip_stored(header + "abc"));
-  msg = error_of([&] { idx::read(gz.string()); });
+  msg = testing::error_of([&] { idx::read(gz.string()); });
   EXPECT_HAS(msg, gz.string());
   EXPECT_HAS(msg, "more than a gzip file of");
 
   // Dimensions whose product overflows, and a huge shape with a zero dimension (empty, not an overflow).
   const fs::path overflow = dir / "overflow-idx3-ubyte";
   write_bytes(overflow, std::string("\0\0\x0e\x03", 4) + std::string(12, '\xff'));
-  msg = error_of([&] { idx::read(overflow.string()); });
+  msg = testing::error_of([&] { idx::read(overflow.string()); });
   EXPECT_HAS(msg, overflow.string());
   EXPECT_HAS(msg, "(4294967295, 4294967295, 4294967295)");
   const fs::path empty = dir / "empty-idx3-ubyte";
@@ -227,24 +219,24 @@ TEST(MnistTest, LoadDataReturnsTheRawArrays) {
 }
 
 TEST(MnistTest, BadArgumentsAndFilesGiveClearErrors) {
-  EXPECT_HAS(error_of([] { mnist::load("train"); }), "directory");
+  EXPECT_HAS(testing::error_of([] { mnist::load("train"); }), "directory");
   EXPECT_THROW(mnist::load("train"), std::invalid_argument);
-  EXPECT_HAS(error_of([] { mnist::load("validation", {.directory = kFixtures.string()}); }), "validation");
+  EXPECT_HAS(testing::error_of([] { mnist::load("validation", {.directory = kFixtures.string()}); }), "validation");
 
   TempDir dir;
   fs::copy_file(kFixtures / "train-images-idx3-ubyte", dir / "train-images-idx3-ubyte");
-  std::string msg = error_of([&] { mnist::load("train", {.directory = dir.path().string()}); });
+  std::string msg = testing::error_of([&] { mnist::load("train", {.directory = dir.path().string()}); });
   EXPECT_HAS(msg, (dir / "train-labels-idx1-ubyte").string());
 
   fs::copy_file(kFixtures / "t10k-labels-idx1-ubyte.gz", dir / "train-labels-idx1-ubyte.gz");
-  msg = error_of([&] { mnist::load("train", {.directory = dir.path().string()}); });
+  msg = testing::error_of([&] { mnist::load("train", {.directory = dir.path().string()}); });
   EXPECT_HAS(msg, "6 images");
   EXPECT_HAS(msg, "4 labels");
   EXPECT_HAS(msg, (dir / "train-labels-idx1-ubyte.gz").string());
 }
 
 TEST(FashionMnistTest, MissingFileNamesTheDebianPackage) {
-  const std::string msg = error_of([] { fashion_mnist::load("test", {.directory = "/nonexistent/fmnist"}); });
+  const std::string msg = testing::error_of([] { fashion_mnist::load("test", {.directory = "/nonexistent/fmnist"}); });
   EXPECT_HAS(msg, "/nonexistent/fmnist/t10k-images-idx3-ubyte");
   EXPECT_HAS(msg, "dataset-fashion-mnist");
 }

@@ -9,6 +9,7 @@
 
 #include "api/data/dataset.h"
 #include "testing/fixtures.h"
+#include "testing/errors.h"
 
 namespace tower::data {
 namespace {
@@ -43,15 +44,6 @@ std::vector<Element> collect(const Dataset& ds) {
   std::vector<Element> out;
   for (const Element& e : ds) out.push_back(e);
   return out;
-}
-
-template <class F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 bool same_tensor(const Tensor& a, const Tensor& b) {
@@ -145,7 +137,7 @@ TEST(PaddedBatchTest, EqualShapesBatchAsBatchDoes) {
 
 TEST(PaddedBatchTest, AnElementLongerThanItsPaddedShapeNamesComponentDimensionAndSizes) {
   const Dataset ds = from_elements(sequences({2, 5, 1}));
-  const std::string error = error_of([&] { collect(ds.padded_batch(3, {Shape{4}, Shape{}})); });
+  const std::string error = testing::error_of([&] { collect(ds.padded_batch(3, {Shape{4}, Shape{}})); });
   EXPECT_NE(error.find("padded_batch"), std::string::npos) << error;
   EXPECT_NE(error.find("element 1"), std::string::npos) << error;
   EXPECT_NE(error.find("component 0"), std::string::npos) << error;
@@ -156,7 +148,7 @@ TEST(PaddedBatchTest, AnElementLongerThanItsPaddedShapeNamesComponentDimensionAn
 
 TEST(PaddedBatchTest, ComponentsOfDifferentRanksAreAClearError) {
   const Dataset ds = from_elements({{ints({1, 2}, Shape{2})}, {ints({1, 2}, Shape{1, 2})}});
-  const std::string error = error_of([&] { collect(ds.padded_batch(2)); });
+  const std::string error = testing::error_of([&] { collect(ds.padded_batch(2)); });
   EXPECT_NE(error.find("element 1"), std::string::npos) << error;
   EXPECT_NE(error.find("component 0"), std::string::npos) << error;
   EXPECT_NE(error.find("rank"), std::string::npos) << error;
@@ -167,7 +159,7 @@ TEST(PaddedBatchTest, ComponentsOfDifferentRanksAreAClearError) {
 TEST(PaddedBatchTest, MismatchedArgumentsAreClearErrors) {
   const Dataset ds = from_elements(sequences({2, 3}));
   const auto fails = [&](const Dataset& bad, const std::string& expected) {
-    const std::string error = error_of([&] { collect(bad); });
+    const std::string error = testing::error_of([&] { collect(bad); });
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   };
   fails(ds.padded_batch(2, {Shape{4}}), "1 padded shapes for elements of 2 components");
@@ -182,7 +174,7 @@ TEST(PaddedBatchTest, MismatchedArgumentsAreClearErrors) {
 
 TEST(BucketBySequenceLengthTest, ArgumentsAreCheckedAsTfDataDoes) {
   const Dataset ds = from_elements(sequences({2, 3}));
-  const std::string error = error_of([&] { ds.bucket_by_sequence_length(first_dimension, {3, 5}, {2, 2}); });
+  const std::string error = testing::error_of([&] { ds.bucket_by_sequence_length(first_dimension, {3, 5}, {2, 2}); });
   EXPECT_NE(error.find("len(bucket_batch_sizes) must equal len(bucket_boundaries) + 1"), std::string::npos) << error;
   EXPECT_NE(error.find("2 batch sizes for 2 boundaries"), std::string::npos) << error;
   EXPECT_THROW(ds.bucket_by_sequence_length(first_dimension, {5, 3}, {1, 1, 1}), std::invalid_argument);
@@ -193,7 +185,7 @@ TEST(BucketBySequenceLengthTest, ArgumentsAreCheckedAsTfDataDoes) {
 TEST(BucketBySequenceLengthTest, PadToBucketBoundaryRefusesElementsPastTheLastBoundary) {
   const Dataset ds = from_elements(sequences({2, 3, 8}))
                          .bucket_by_sequence_length(first_dimension, {3, 8}, {4, 4, 4}, {}, {}, true);
-  const std::string error = error_of([&] { collect(ds); });
+  const std::string error = testing::error_of([&] { collect(ds); });
   EXPECT_NE(error.find("pad_to_bucket_boundary"), std::string::npos) << error;
   EXPECT_NE(error.find("length 8"), std::string::npos) << error;
   EXPECT_NE(error.find("< max(bucket_boundaries) = 8"), std::string::npos) << error;
@@ -206,7 +198,7 @@ TEST(BucketBySequenceLengthTest, PadToBucketBoundaryRefusesElementsPastTheLastBo
 TEST(BucketBySequenceLengthTest, NoPaddingRefusesUnequalShapesInABucket) {
   const Dataset ds = from_elements(sequences({2, 3})).bucket_by_sequence_length(first_dimension, {5}, {2, 2}, {}, {},
                                                                                  false, true);
-  const std::string error = error_of([&] { collect(ds); });
+  const std::string error = testing::error_of([&] { collect(ds); });
   EXPECT_NE(error.find("equal shapes"), std::string::npos) << error;
 }
 

@@ -7,6 +7,7 @@
 
 #include "api/data/text_lines.h"
 #include "tests/testing/fixtures.h"
+#include "testing/errors.h"
 
 namespace tower::data {
 namespace {
@@ -38,17 +39,6 @@ std::vector<std::int32_t> ints(const Tensor& t) {
 }
 
 // The message of the exception `fn` throws as E; fails when it throws nothing.
-template <class E, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return "";
-}
-
 void expect_like_keras(const TextVectorization& layer, const Config& c) {
   EXPECT_EQ(layer.get_vocabulary(), strings(c.at("vocabulary")));
   EXPECT_EQ(layer.vocabulary_size(), c.at("vocabulary_size").as_int());
@@ -120,7 +110,7 @@ TEST(TextVectorizationTest, FunctionsStandardizeAndSplit) {
   layer.adapt({"ab"});
   EXPECT_EQ(layer.get_vocabulary(), (std::vector<std::string>{"", "[UNK]", "b-x", "a"}));
   EXPECT_EQ(ints(layer({"ab", "zb"})), (std::vector<std::int32_t>{3, 2, 1, 2}));
-  EXPECT_NE(error_of<std::logic_error>([&] { (void)layer.get_config(); }).find("standardize function"),
+  EXPECT_NE(testing::error_of<std::logic_error>([&] { (void)layer.get_config(); }).find("standardize function"),
             std::string::npos);
 }
 
@@ -157,11 +147,11 @@ TEST(TextVectorizationTest, EmptyTextsAndBatchesGiveEmptyRows) {
 TEST(TextVectorizationTest, InvalidUtf8IsAClearError) {
   TextVectorization layer({.split = "character"});
   const std::string message =
-      error_of<std::invalid_argument>([&] { layer.adapt({"fine", std::string("ab\xff") + "c"}); });
+      testing::error_of<std::invalid_argument>([&] { layer.adapt({"fine", std::string("ab\xff") + "c"}); });
   EXPECT_NE(message.find("'text_vectorization'"), std::string::npos) << message;
   EXPECT_NE(message.find("text 1 is not valid UTF-8 (byte 0xff at offset 2)"), std::string::npos) << message;
   layer.adapt({"ab"});
-  EXPECT_NE(error_of<std::invalid_argument>([&] { (void)layer({"\xc3"}); }).find("text 0"), std::string::npos);
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { (void)layer({"\xc3"}); }).find("text 0"), std::string::npos);
   // An overlong form and a surrogate are not UTF-8 either.
   EXPECT_THROW((void)layer({"\xc0\xaf"}), std::invalid_argument);
   EXPECT_THROW((void)layer({"\xed\xa0\x80"}), std::invalid_argument);
@@ -169,10 +159,10 @@ TEST(TextVectorizationTest, InvalidUtf8IsAClearError) {
 
 TEST(TextVectorizationTest, CallingWithoutAVocabularyIsAClearError) {
   TextVectorization layer;
-  EXPECT_NE(error_of<std::logic_error>([&] { (void)layer({"a b"}); }).find("has no vocabulary"),
+  EXPECT_NE(testing::error_of<std::logic_error>([&] { (void)layer({"a b"}); }).find("has no vocabulary"),
             std::string::npos);
   TextVectorization given({.vocabulary = std::vector<std::string>{"a"}});
-  EXPECT_NE(error_of<std::logic_error>([&] { given.adapt({"a"}); }).find("constructed with a vocabulary"),
+  EXPECT_NE(testing::error_of<std::logic_error>([&] { given.adapt({"a"}); }).find("constructed with a vocabulary"),
             std::string::npos);
 }
 
@@ -199,7 +189,7 @@ TEST(TextVectorizationTest, OptionsKerasRefusesAreRefused) {
        "idf_weights has 1 entries for a vocabulary of 2"},
   };
   for (const auto& [options, expected] : cases) {
-    const std::string message = error_of<std::invalid_argument>([&] { TextVectorization layer(options); });
+    const std::string message = testing::error_of<std::invalid_argument>([&] { TextVectorization layer(options); });
     EXPECT_NE(message.find(expected), std::string::npos) << message << " (expected: " << expected << ")";
   }
 }

@@ -19,16 +19,6 @@ Tensor iota(const Shape& shape) {
   return Tensor::from_vector(v, shape);
 }
 
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 TEST(Conv1D, ValidForwardMatchesHandComputedValues) {
   layers::Conv1D conv(
       {.filters = 1, .kernel_size = 2, .kernel_initializer = "ones", .bias_initializer = initializers::Constant(0.5)});
@@ -137,16 +127,16 @@ TEST(Conv1D, ConfigRoundTripWithKerasForms) {
 }
 
 TEST(Conv1D, WrongInputsNameTheLayerAndShapes) {
-  const std::string rank = error_of<ShapeError>([] {
+  const std::string rank = testing::error_of<ShapeError>([] {
     layers::Conv1D({.filters = 2, .kernel_size = 3, .name = "c"})(Input({4, 4, 2}));
   });
   EXPECT_NE(rank.find("Layer 'c' (Conv1D): expects input of rank 3"), std::string::npos) << rank;
   EXPECT_NE(rank.find("(None, 4, 4, 2)"), std::string::npos) << rank;
-  const std::string short_input = error_of<ShapeError>([] {
+  const std::string short_input = testing::error_of<ShapeError>([] {
     layers::Conv1D({.filters = 2, .kernel_size = 3, .dilation_rate = 2, .name = "c"})(Input({4, 2}));
   });
   EXPECT_NE(short_input.find("dilated extent 5"), std::string::npos) << short_input;
-  const std::string groups = error_of<ShapeError>([] {
+  const std::string groups = testing::error_of<ShapeError>([] {
     layers::Conv1D({.filters = 4, .kernel_size = 1, .groups = 2})(Input({4, 3}));
   });
   EXPECT_NE(groups.find("divisible by groups=2"), std::string::npos) << groups;
@@ -164,7 +154,7 @@ TEST(Conv1D, RejectsBadArguments) {
                std::invalid_argument);
   EXPECT_THROW(layers::Conv1D({.filters = 2, .kernel_size = 3, .data_format = "channels_first"}),
                std::invalid_argument);
-  const std::string padding = error_of<std::invalid_argument>(
+  const std::string padding = testing::error_of<std::invalid_argument>(
       [] { layers::Conv1D({.filters = 2, .kernel_size = 3, .padding = "full", .name = "c"}); });
   EXPECT_NE(padding.find("Layer 'c' (Conv1D): padding must be 'valid', 'same' or 'causal', got 'full'"),
             std::string::npos)

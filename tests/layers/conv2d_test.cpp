@@ -17,15 +17,6 @@ Tensor iota(const Shape& shape) {
   return Tensor::from_vector(v, shape);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 TEST(Conv2D, ValidForwardMatchesHandComputedValues) {
   layers::Conv2D conv({.filters = 1, .kernel_size = 2, .kernel_initializer = "ones",
                        .bias_initializer = initializers::Constant(0.5)});
@@ -223,7 +214,7 @@ TEST(Conv2D, BadInputShapesThrowShapeError) {
   layers::Conv2D conv({.filters = 2, .kernel_size = 3});
   EXPECT_THROW(conv(Input({8, 8})), ShapeError);
   layers::Conv2D grouped({.filters = 4, .kernel_size = 1, .groups = 2, .name = "g"});
-  const std::string msg = error_of([&] { grouped(Input({4, 4, 3})); });
+  const std::string msg = testing::error_of<std::invalid_argument>([&] { grouped(Input({4, 4, 3})); });
   EXPECT_NE(msg.find("'g'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("groups=2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(None, 4, 4, 3)"), std::string::npos) << msg;
@@ -234,11 +225,11 @@ TEST(Conv2D, RejectsBadArguments) {
   EXPECT_THROW(layers::Conv2D({.filters = 4}), std::invalid_argument);  // kernel_size is required
   EXPECT_THROW(layers::Conv2D({.filters = 5, .kernel_size = 3, .groups = 2}), std::invalid_argument);
   EXPECT_THROW(layers::Conv2D({.filters = 4, .kernel_size = 3, .padding = "causal"}), std::invalid_argument);
-  const std::string both = error_of([] {
+  const std::string both = testing::error_of<std::invalid_argument>([] {
     layers::Conv2D({.filters = 4, .kernel_size = 3, .strides = 2, .dilation_rate = 2});
   });
   EXPECT_NE(both.find("dilation_rate"), std::string::npos) << both;
-  const std::string format = error_of([] {
+  const std::string format = testing::error_of<std::invalid_argument>([] {
     layers::Conv2D({.filters = 4, .kernel_size = 3, .data_format = "channels_first"});
   });
   EXPECT_NE(format.find("channels_first"), std::string::npos) << format;

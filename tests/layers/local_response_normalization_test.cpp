@@ -201,15 +201,6 @@ TEST(LocalResponseNormalization, ModelsWithItSaveAndLoad) {
   fs::remove_all(dir);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 void expect_mentions(const std::string& message, const std::vector<std::string>& words) {
   EXPECT_FALSE(message.empty()) << "expected an exception";
   for (const std::string& w : words) EXPECT_NE(message.find(w), std::string::npos) << message;
@@ -217,18 +208,18 @@ void expect_mentions(const std::string& message, const std::vector<std::string>&
 
 TEST(LocalResponseNormalization, BadArgumentsNameTheLayerAndTheValue) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  expect_mentions(error_of([] { LRN({.depth_radius = -1, .name = "norm1"}); }),
+  expect_mentions(testing::error_of([] { LRN({.depth_radius = -1, .name = "norm1"}); }),
                   {"'norm1'", "LocalResponseNormalization", "depth_radius", "-1"});
-  expect_mentions(error_of([&] { LRN({.bias = nan, .name = "n"}); }), {"'n'", "bias", "nan"});
-  expect_mentions(error_of([&] { LRN({.alpha = inf, .name = "n"}); }), {"'n'", "alpha", "inf"});
-  expect_mentions(error_of([&] { LRN({.beta = -inf, .name = "n"}); }), {"'n'", "beta", "-inf"});
-  expect_mentions(error_of([] {
+  expect_mentions(testing::error_of([&] { LRN({.bias = nan, .name = "n"}); }), {"'n'", "bias", "nan"});
+  expect_mentions(testing::error_of([&] { LRN({.alpha = inf, .name = "n"}); }), {"'n'", "alpha", "inf"});
+  expect_mentions(testing::error_of([&] { LRN({.beta = -inf, .name = "n"}); }), {"'n'", "beta", "-inf"});
+  expect_mentions(testing::error_of([] {
                     layer_from_config(Config::parse_json(
                         R"({"class_name": "LocalResponseNormalization", "config": {"depth_radius": -3}})"));
                   }),
                   {"LocalResponseNormalization", "depth_radius", "-3"});
   // Input({}) is a batch of scalars: no channel axis.
-  expect_mentions(error_of([] { LRN({.name = "scalars"})(Input(Shape{})); }), {"'scalars'", "rank >= 2", "(None,)"});
+  expect_mentions(testing::error_of([] { LRN({.name = "scalars"})(Input(Shape{})); }), {"'scalars'", "rank >= 2", "(None,)"});
 }
 
 // Forward and the input gradient of one LRN through a plan on `device`, for input x and output gradient dy.

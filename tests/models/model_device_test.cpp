@@ -20,15 +20,6 @@ class DeviceVariable : public testing::ScopedEnv {
       : ScopedEnv("TOWER_DEVICE", value ? std::optional<std::string>(value) : std::nullopt) {}
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 Sequential small_convnet() {
   return Sequential({InputLayer({.shape = {8, 8, 1}}),
                      layers::Conv2D({.filters = 4, .kernel_size = {3, 3}, .padding = "same", .activation = "relu"}),
@@ -51,12 +42,12 @@ TEST(ModelDevice, TowerDeviceChoosesTheDefault) {
 TEST(ModelDevice, ABadTowerDeviceNamesTheVariable) {
   {
     DeviceVariable v("tpu:0");
-    EXPECT_EQ(error_of([] { default_device(); }).rfind("TOWER_DEVICE: unknown device 'tpu:0'", 0), 0u);
+    EXPECT_EQ(testing::error_of([] { default_device(); }).rfind("TOWER_DEVICE: unknown device 'tpu:0'", 0), 0u);
   }
   {
     const std::string gpu = "cuda:" + std::to_string(cuda_device_count());
     DeviceVariable v(gpu.c_str());
-    const std::string e = error_of([] { default_device(); });
+    const std::string e = testing::error_of([] { default_device(); });
     EXPECT_EQ(e.rfind("TOWER_DEVICE: ", 0), 0u) << e;
     EXPECT_NE(e.find(gpu), std::string::npos) << e;
   }
@@ -66,7 +57,7 @@ TEST(ModelDevice, MovingToAMissingGpuIsAClearErrorAndMovesNothing) {
   DeviceVariable v("cpu");
   Sequential model = small_convnet();
   const std::string gpu = "cuda:" + std::to_string(cuda_device_count());
-  const std::string e = error_of([&] { model.to(Device::cuda(cuda_device_count())); });
+  const std::string e = testing::error_of([&] { model.to(Device::cuda(cuda_device_count())); });
   EXPECT_NE(e.find(gpu), std::string::npos) << e;
   EXPECT_EQ(model.device(), Device::cpu());
   for (const VariablePtr& w : model.weights()) EXPECT_EQ(w->value.device(), Device::cpu()) << w->path;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tower/tower.h"
+#include "testing/errors.h"
 
 namespace tower {
 namespace {
@@ -21,15 +22,6 @@ Model sequence_model(bool mask_zero = true) {
 
 Tensor ids(const std::vector<float>& values, Index n) {
   return Tensor::from_vector(values, {n, static_cast<Index>(values.size()) / n});
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 TEST(VariableLength, AModelOfUnknownLengthRunsBatchesOfAnyLength) {
@@ -93,7 +85,7 @@ TEST(VariableLength, PlansAreKeptPerShapeUpToABound) {
 
 TEST(VariableLength, AnUnknownSizeWithoutTheBatchShapeIsAClearError) {
   Model model = sequence_model();
-  const std::string m = error_of([&] { model->plan_for(4, false); });
+  const std::string m = testing::error_of([&] { model->plan_for(4, false); });
   EXPECT_NE(m.find("unknown"), std::string::npos) << m;
   EXPECT_NE(m.find("(None, None)"), std::string::npos) << m;
 }
@@ -107,7 +99,7 @@ TEST(VariableLength, InputSizesMustBePositiveOrMinusOne) {
 TEST(VariableLength, AKnownSizeStaysChecked) {
   SymbolicTensor x = Input({-1, 4});
   Model model(x, layers::LSTM({.units = 2})(x));
-  const std::string m = error_of([&] { model.predict(Tensor::zeros(Shape{2, 5, 3})); });
+  const std::string m = testing::error_of([&] { model.predict(Tensor::zeros(Shape{2, 5, 3})); });
   EXPECT_NE(m.find("(2, 5, 3)"), std::string::npos) << m;
 }
 

@@ -18,6 +18,7 @@
 #include "api/ops/ops.h"
 #include "api/training/gradient_tape.h"
 #include "testing/fixtures.h"
+#include "testing/errors.h"
 
 namespace tower {
 namespace {
@@ -260,31 +261,22 @@ TEST(DotProductAttention, MatchesTheCpuOnTheGpu_CUDA) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(DotProductAttention, BadShapesAreClearErrors) {
   const Tensor q = Tensor::zeros(Shape{2, 3, 2, 4}), k = Tensor::zeros(Shape{2, 5, 2, 4}),
                v = Tensor::zeros(Shape{2, 5, 2, 4});
-  EXPECT_NE(error_of([&] { ops::dot_product_attention(q, Tensor::zeros(Shape{2, 5, 2, 3}), v); })
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { ops::dot_product_attention(q, Tensor::zeros(Shape{2, 5, 2, 3}), v); })
                 .find("ops.dot_product_attention: query and key head sizes differ: query (2, 3, 2, 4), key "
                       "(2, 5, 2, 3)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ops::dot_product_attention(q, k, Tensor::zeros(Shape{2, 4, 2, 4})); })
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { ops::dot_product_attention(q, k, Tensor::zeros(Shape{2, 4, 2, 4})); })
                 .find("key and value lengths differ"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ops::dot_product_attention(Tensor::zeros(Shape{2, 3, 8}), k, v); }).find("expects query"),
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { ops::dot_product_attention(Tensor::zeros(Shape{2, 3, 8}), k, v); }).find("expects query"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ops::dot_product_attention(q, k, v, Tensor(), Tensor::zeros(Shape{3, 4})); })
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { ops::dot_product_attention(q, k, v, Tensor(), Tensor::zeros(Shape{3, 4})); })
                 .find("the mask of shape (3, 4) does not broadcast to (2, 2, 3, 5)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ops::dot_product_attention(q, k, v, Tensor::zeros(Shape{2, 3, 3, 5})); })
+  EXPECT_NE(testing::error_of<std::invalid_argument>([&] { ops::dot_product_attention(q, k, v, Tensor::zeros(Shape{2, 3, 3, 5})); })
                 .find("the bias of shape (2, 3, 3, 5) does not broadcast"),
             std::string::npos);
 }

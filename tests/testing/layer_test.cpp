@@ -126,15 +126,6 @@ std::vector<Tensor> run_layer(const LayerPtr& layer, const std::vector<Tensor>& 
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
 void check_config_roundtrip(const LayerPtr& layer) {
   const Config first = layer->serialize();
   LayerPtr copy = layer_from_config(first);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tower/tower.h"
+#include "testing/errors.h"
 
 namespace tower::testing {
 
@@ -41,8 +42,6 @@ std::vector<Tensor> run_layer(const LayerPtr& layer, const std::vector<Tensor>& 
 
 void check_config_roundtrip(const LayerPtr& layer);
 
-// The message of the std::exception f throws, or "(no exception)".
-std::string error_of(const std::function<void()>& f);
 
 // Element-wise comparison with a message naming the first mismatch.
 void expect_near(const Tensor& actual, const std::vector<float>& expected, float atol = 1e-5f, float rtol = 1e-5f,
