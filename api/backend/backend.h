@@ -389,9 +389,10 @@ struct MeanMetricParams {
   bool weight_per_position = false;  // sample_weight has one weight per position instead of one per example
 };
 
-// Precision's and Recall's weighted decisions on y_pred [rows, classes] against binary y_true of its size (positive
-// where non-zero): an element is predicted positive where its score exceeds `threshold`, its score being y_pred as
-// float32, or -1e10 when top_k > 0 and it is not among the top_k of its row (equal scores: the lower index first).
+// The weighted decisions of Precision, Recall and the condition counts (TruePositives, ...) on y_pred
+// [rows, classes] against binary y_true of its size (positive where non-zero): an element is predicted positive
+// where its score exceeds `threshold`, its score being y_pred as float32, or -1e10 when top_k > 0 and it is not
+// among the top_k of its row (equal scores: the lower index first).
 // With class_id >= 0 only that column counts. Weights: one per example of `examples`, or one per element.
 struct ThresholdCountParams {
   Index rows = 0, classes = 1, examples = 0;
@@ -401,14 +402,55 @@ struct ThresholdCountParams {
   int class_id = -1;
 };
 
-// AUC's confusion counts at num_thresholds thresholds evenly spaced in [0, 1] on n scores (y_pred as float32, after
-// a sigmoid with from_logits, clipped to [0, 1]) against binary y_true: a score s is above threshold i exactly when
-// i <= max(ceil(s (num_thresholds - 1)) - 1, 0), computed in float32. Weights as ThresholdCountParams.
+// Confusion counts at num_thresholds thresholds evenly spaced in [0, 1] (AUC and the sensitivity / specificity
+// metrics) on n scores (y_pred as float32, after a sigmoid with from_logits, clipped to [0, 1]) against binary y_true:
+// a score s is above threshold i exactly when i <= b = ceil(s (num_thresholds - 1)) - 1, computed in float32, where
+// b is raised to 0 with clamp_first (AUC's thresholds reach below 0) and a score with b < 0 is above none without
+// it; with num_thresholds == 1 (one threshold, 0.5) s is above it when s > 0.5. Element i is of column
+// i % classes: with class_id >= 0 only that column counts; label_weights (absent, or one per column) multiply the
+// weights; multi_label keeps the counts of each column apart. Weights as ThresholdCountParams.
 struct AucParams {
   Index n = 0, examples = 0;
   bool weight_per_element = false;
   int num_thresholds = 200;
   bool from_logits = false;
+  Index classes = 1;
+  int class_id = -1;
+  bool multi_label = false;
+  bool clamp_first = true;
+  AnyValues label_weights;
+};
+
+// Per-column weighted sums over the rows of y_pred [rows, columns] and y_true of its size, w the row's weight (one
+// per row, or one per element):
+//   fbeta  {tp, fp, fn, w t}: with b = (y_pred > threshold), or with top_of_row b = (y_pred == the row's largest
+//          and |y_pred| > 1e-9), as float32: tp = w b t, fp = w b (1 - t), fn = w (1 - b) t
+//   r2     {w t, w t^2, w (t - y_pred)^2, w}
+struct ColumnSumsParams {
+  enum class Kind { fbeta, r2 };
+  Kind kind = Kind::fbeta;
+  Index rows = 0, columns = 1;
+  bool weight_per_element = false;
+  float threshold = 0.5f;
+  bool top_of_row = false;
+};
+
+// A confusion matrix [num_classes, num_classes] (IoU's) from n positions: each position's true class (row) and
+// predicted class (column) adds its weight. A class is the label itself where sparse (a whole number), else the
+// first index of the largest of the position's `classes` values; with binary_threshold, the predicted class is
+// (y_pred >= threshold) and the true class is y_true as an integer. A position whose true class is ignore_class
+// (when has_ignore_class) or whose classes are outside [0, num_classes) adds nothing. Weights: one per example of
+// `examples`, or one per position.
+struct ConfusionMatrixParams {
+  Index n = 0, examples = 0;
+  Index num_classes = 2;
+  Index classes = 1;  // values per position of a dense (not sparse) y_true or y_pred
+  bool sparse_y_true = true, sparse_y_pred = true;
+  bool binary_threshold = false;
+  float threshold = 0.5f;
+  bool has_ignore_class = false;
+  std::int64_t ignore_class = 0;
+  bool weight_per_element = false;
 };
 
 // ---- step capture ---------------------------------------------------------------------------------------------
@@ -652,12 +694,19 @@ class Backend {
   // of the mean of the weights (1 per example without sample_weight).
   virtual void update_mean_metric(const MeanMetricParams& p, AnyValues y_true, AnyValues y_pred,
                                   AnyValues sample_weight, double* state) = 0;
-  // state[0..2] += the weighted true positives, false positives and false negatives of the batch.
+  // state[0..3] += the weighted true positives, false positives, true negatives and false negatives of the batch.
   virtual void update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
                                        AnyValues sample_weight, double* state) = 0;
-  // state [tp | fp | tn | fn], num_thresholds each: += the batch's weighted counts at each threshold.
+  // state [tp | fp | tn | fn], labels * num_thresholds each (labels = classes with multi_label, else 1; label l's
+  // counts at [l * num_thresholds, (l + 1) * num_thresholds)): += the batch's weighted counts at each threshold.
   virtual void update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
                           double* state) = 0;
+  // state [4, columns] += the batch's per-column sums (ColumnSumsParams).
+  virtual void update_column_sums(const ColumnSumsParams& p, AnyValues y_true, AnyValues y_pred,
+                                  AnyValues sample_weight, double* state) = 0;
+  // state [num_classes, num_classes] += the batch's weighted confusion matrix (ConfusionMatrixParams).
+  virtual void update_confusion_matrix(const ConfusionMatrixParams& p, AnyValues y_true, AnyValues y_pred,
+                                       AnyValues sample_weight, double* state) = 0;
   // y[i] += x[i] (merging metric states); y[i] += value.
   virtual void add_doubles(const double* x, double* y, Index n) = 0;
   virtual void add_to_doubles(double* y, Index n, double value) = 0;

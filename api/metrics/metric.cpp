@@ -27,16 +27,33 @@ Registry<MetricPtr>& registry() {
     r.add("AUC", &AUCImpl::from_config, {"auc"});
     r.add("Accuracy", &AccuracyImpl::from_config, {"accuracy"});
     r.add("BinaryAccuracy", &BinaryAccuracyImpl::from_config, {"binary_accuracy"});
+    r.add("BinaryIoU", &BinaryIoUImpl::from_config, {"binary_io_u"});
     r.add("CategoricalAccuracy", &CategoricalAccuracyImpl::from_config, {"categorical_accuracy"});
+    r.add("F1Score", &F1ScoreImpl::from_config, {"f1_score"});
+    r.add("FBetaScore", &FBetaScoreImpl::from_config, {"f_beta_score"});
+    r.add("FalseNegatives", &FalseNegativesImpl::from_config, {"false_negatives"});
+    r.add("FalsePositives", &FalsePositivesImpl::from_config, {"false_positives"});
+    r.add("IoU", &IoUImpl::from_config, {"io_u"});
     r.add("Mean", &MeanImpl::from_config, {"mean"});
+    r.add("MeanIoU", &MeanIoUImpl::from_config, {"mean_io_u"});
     r.add("MeanAbsoluteError", &MeanAbsoluteErrorImpl::from_config, {"mean_absolute_error", "mae", "MAE"});
     r.add("MeanSquaredError", &MeanSquaredErrorImpl::from_config, {"mean_squared_error", "mse", "MSE"});
+    r.add("OneHotIoU", &OneHotIoUImpl::from_config, {"one_hot_io_u"});
+    r.add("OneHotMeanIoU", &OneHotMeanIoUImpl::from_config, {"one_hot_mean_io_u"});
     r.add("Precision", &PrecisionImpl::from_config, {"precision"});
+    r.add("PrecisionAtRecall", &PrecisionAtRecallImpl::from_config, {"precision_at_recall"});
+    r.add("R2Score", &R2ScoreImpl::from_config, {"r2_score"});
     r.add("Recall", &RecallImpl::from_config, {"recall"});
+    r.add("RecallAtPrecision", &RecallAtPrecisionImpl::from_config, {"recall_at_precision"});
+    r.add("RootMeanSquaredError", &RootMeanSquaredErrorImpl::from_config, {"root_mean_squared_error"});
+    r.add("SensitivityAtSpecificity", &SensitivityAtSpecificityImpl::from_config, {"sensitivity_at_specificity"});
     r.add("SparseCategoricalAccuracy", &SparseCategoricalAccuracyImpl::from_config, {"sparse_categorical_accuracy"});
     r.add("SparseTopKCategoricalAccuracy", &SparseTopKCategoricalAccuracyImpl::from_config,
           {"sparse_top_k_categorical_accuracy"});
+    r.add("SpecificityAtSensitivity", &SpecificityAtSensitivityImpl::from_config, {"specificity_at_sensitivity"});
     r.add("TopKCategoricalAccuracy", &TopKCategoricalAccuracyImpl::from_config, {"top_k_categorical_accuracy"});
+    r.add("TrueNegatives", &TrueNegativesImpl::from_config, {"true_negatives"});
+    r.add("TruePositives", &TruePositivesImpl::from_config, {"true_positives"});
     return true;
   }();
   (void)populated;
@@ -49,15 +66,32 @@ Direction Metric::direction() const {
       {"AUC", Direction::up},
       {"Accuracy", Direction::up},
       {"BinaryAccuracy", Direction::up},
+      {"BinaryIoU", Direction::up},
       {"CategoricalAccuracy", Direction::up},
+      {"F1Score", Direction::up},
+      {"FBetaScore", Direction::up},
+      {"FalseNegatives", Direction::unknown},
+      {"FalsePositives", Direction::unknown},
+      {"IoU", Direction::up},
       {"Mean", Direction::unknown},
+      {"MeanIoU", Direction::up},
       {"MeanAbsoluteError", Direction::down},
       {"MeanSquaredError", Direction::down},
+      {"OneHotIoU", Direction::up},
+      {"OneHotMeanIoU", Direction::up},
       {"Precision", Direction::up},
+      {"PrecisionAtRecall", Direction::up},
+      {"R2Score", Direction::up},
       {"Recall", Direction::up},
+      {"RecallAtPrecision", Direction::up},
+      {"RootMeanSquaredError", Direction::down},
+      {"SensitivityAtSpecificity", Direction::up},
       {"SparseCategoricalAccuracy", Direction::up},
       {"SparseTopKCategoricalAccuracy", Direction::up},
+      {"SpecificityAtSensitivity", Direction::up},
       {"TopKCategoricalAccuracy", Direction::up},
+      {"TrueNegatives", Direction::unknown},
+      {"TruePositives", Direction::unknown},
   };
   const auto it = directions.find(type());
   return it == directions.end() ? Direction::unknown : it->second;

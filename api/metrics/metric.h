@@ -32,6 +32,9 @@ class Metric {
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = Tensor()) = 0;
   // 0 before any update (Keras' divide_no_nan).
   virtual double result() const = 0;
+  // Every value Keras' result() gives: {result()}, or one per class where Keras gives a vector (FBetaScore with
+  // average null, R2Score with class_aggregation null).
+  virtual std::vector<double> results() const { return {result()}; }
   virtual void reset_state() = 0;
   // Requires `other` to be of the same type and configuration; throws std::invalid_argument otherwise.
   virtual void merge_state(const Metric& other) = 0;

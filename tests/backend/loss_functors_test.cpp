@@ -517,7 +517,7 @@ TEST(MetricFunctors, ThresholdCountsMatchScalarReferences) {
     SCOPED_TRACE("threshold " + std::to_string(c.threshold) + " top_k " + std::to_string(c.top_k) + " class_id " +
                  std::to_string(c.class_id));
     for (const bool weighted : {false, true}) {
-      double tp = 0, fp = 0, fn = 0;
+      double tp = 0, fp = 0, tn = 0, fn = 0;
       for (Index r = 0; r < rows; ++r) {
         // Keras' _filter_top_k: a stable sort by descending score; the rest become -1e10.
         std::vector<Index> order(cols);
@@ -533,21 +533,22 @@ TEST(MetricFunctors, ThresholdCountsMatchScalarReferences) {
           const bool pos = t[r * cols + j] != 0, pred = s[j] > c.threshold;
           tp += pos && pred ? wi : 0;
           fp += !pos && pred ? wi : 0;
+          tn += !pos && !pred ? wi : 0;
           fn += pos && !pred ? wi : 0;
         }
       }
-      std::vector<double> state = {0.5, 0.25, 0.125};
+      std::vector<double> state = {0.5, 0.25, 0.375, 0.125};
       cpu().update_threshold_counts({.rows = rows, .classes = cols, .examples = examples, .threshold = c.threshold,
                                      .top_k = c.top_k, .class_id = c.class_id},
                                     values(t), values(p), weighted ? values(w) : AnyValues{}, state.data());
-      expect_close(state, {0.5 + tp, 0.25 + fp, 0.125 + fn}, weighted ? "weighted" : "unweighted");
+      expect_close(state, {0.5 + tp, 0.25 + fp, 0.375 + tn, 0.125 + fn}, weighted ? "weighted" : "unweighted");
     }
   }
   // Weights per element.
   const std::vector<float> we = uniform(n, 0.f, 2.f, 31);
   double tp = 0;
   for (Index i = 0; i < n; ++i) tp += (t[i] != 0 && p[i] > 0.5f) ? we[i] : 0;
-  std::vector<double> state = {0, 0, 0};
+  std::vector<double> state = {0, 0, 0, 0};
   cpu().update_threshold_counts({.rows = rows, .classes = cols, .examples = examples, .weight_per_element = true},
                                 values(t), values(p), values(we), state.data());
   EXPECT_NEAR(state[0], tp, 1e-12);
@@ -580,6 +581,113 @@ TEST(MetricFunctors, AucCountsMatchKerasThresholds) {
       expect_close(state, want, "counts", 1e-12, 1e-9);
     }
   }
+}
+
+// Per-label counts (multi_label), one column (class_id), label weights, and thresholds without AUC's epsilon: a
+// score at or below 0 is above no threshold, and one threshold is 0.5.
+TEST(MetricFunctors, AucCountsPerLabelAndColumn) {
+  const Index rows = 211, cols = 3, n = rows * cols;  // more than one chunk
+  std::vector<float> p = uniform(n, -0.1f, 1.1f, 40);
+  p[4] = 0.f;
+  const std::vector<std::int32_t> t = classes(n, 2, 41);
+  const std::vector<float> w = uniform(rows, 0.f, 2.f, 42), lw = {0.5f, 2.f, 1.f};
+  for (const int thresholds : {1, 9}) {
+    for (const bool clamp : {false, true}) {
+      SCOPED_TRACE("thresholds " + std::to_string(thresholds) + (clamp ? " clamped" : ""));
+      const auto above = [&](float s, int i) {
+        s = std::clamp(s, 0.f, 1.f);
+        if (thresholds == 1) return s > 0.5f;
+        const double th = static_cast<double>(i) / (thresholds - 1);
+        return clamp && i == 0 ? true : s > th;
+      };
+      // multi_label with sample weights; single label with label weights and class_id.
+      std::vector<double> multi(4 * cols * thresholds, 0.0), single(4 * thresholds, 0.0), col(4 * thresholds, 0.0);
+      for (Index i = 0; i < n; ++i)
+        for (int k = 0; k < thresholds; ++k) {
+          const Index c = i % cols;
+          const bool up = above(p[i], k), pos = t[i] != 0;
+          const int cond = up ? (pos ? 0 : 1) : (pos ? 3 : 2);
+          multi[(cond * cols + c) * thresholds + k] += w[i / cols];
+          single[cond * thresholds + k] += lw[c];
+          if (c == 1) col[cond * thresholds + k] += 1;
+        }
+      std::vector<double> got_multi(multi.size(), 0.0), got_single(single.size(), 0.0), got_col(col.size(), 0.0);
+      const AucParams base{.n = n, .examples = rows, .num_thresholds = thresholds, .classes = cols,
+                           .clamp_first = clamp};
+      AucParams pm = base, ps = base, pc = base;
+      pm.multi_label = true;
+      ps.label_weights = values(lw);
+      pc.class_id = 1;
+      cpu().update_auc(pm, values(t), values(p), values(w), got_multi.data());
+      cpu().update_auc(ps, values(t), values(p), AnyValues{}, got_single.data());
+      cpu().update_auc(pc, values(t), values(p), AnyValues{}, got_col.data());
+      expect_close(got_multi, multi, "multi_label", 1e-12, 1e-9);
+      expect_close(got_single, single, "label_weights", 1e-12, 1e-9);
+      expect_close(got_col, col, "class_id", 1e-12, 1e-9);
+    }
+  }
+}
+
+TEST(MetricFunctors, ColumnSumsMatchKerasFBetaAndR2) {
+  const Index rows = 37, cols = 5, n = rows * cols;
+  std::vector<float> p = uniform(n, -0.2f, 1.f, 43);
+  p[5] = p[6] = 0.9f;          // a tie at the top of row 1: both count
+  for (Index j = 0; j < cols; ++j) p[2 * cols + j] = 0.f;  // row 2 all zero: none counts
+  const std::vector<float> t = one_hot(classes(rows, static_cast<int>(cols), 44), static_cast<int>(cols));
+  const std::vector<float> w = uniform(rows, 0.f, 2.f, 45);
+  for (const bool top : {false, true}) {
+    std::vector<double> want(4 * cols, 0.0), r2(4 * cols, 0.0);
+    for (Index r = 0; r < rows; ++r) {
+      const float m = *std::max_element(p.begin() + r * cols, p.begin() + (r + 1) * cols);
+      for (Index j = 0; j < cols; ++j) {
+        const Index i = r * cols + j;
+        const double b = top ? (p[i] >= m && std::fabs(p[i]) > 1e-9f) : p[i] > 0.3f, ti = t[i], wi = w[r];
+        want[j] += wi * b * ti;
+        want[cols + j] += wi * b * (1 - ti);
+        want[2 * cols + j] += wi * (1 - b) * ti;
+        want[3 * cols + j] += wi * ti;
+        const double d = static_cast<double>(t[i] - p[i]);
+        r2[j] += wi * ti;
+        r2[cols + j] += wi * ti * ti;
+        r2[2 * cols + j] += wi * d * d;
+        r2[3 * cols + j] += wi;
+      }
+    }
+    std::vector<double> got(4 * cols, 0.0), got_r2(4 * cols, 0.0);
+    cpu().update_column_sums({.rows = rows, .columns = cols, .threshold = 0.3f, .top_of_row = top}, values(t),
+                             values(p), values(w), got.data());
+    cpu().update_column_sums({.kind = ColumnSumsParams::Kind::r2, .rows = rows, .columns = cols}, values(t),
+                             values(p), values(w), got_r2.data());
+    expect_close(got, want, top ? "fbeta, top of row" : "fbeta, threshold", 1e-6, 1e-6);
+    expect_close(got_r2, r2, "r2", 1e-6, 1e-6);
+  }
+}
+
+TEST(MetricFunctors, ConfusionMatrixCountsEachPositionOnce) {
+  const Index n = 1031, k = 4;  // several chunks
+  const std::vector<std::int32_t> t = classes(n, 5, 46), sp = classes(n, 4, 47);  // true class 4 is out of range
+  const std::vector<float> scores = uniform(n * k, 0.f, 1.f, 48), w = uniform(n, 0.f, 3.f, 49);
+  for (const bool sparse_pred : {true, false}) {
+    std::vector<double> want(k * k, 0.0);
+    for (Index q = 0; q < n; ++q) {
+      const Index pred = sparse_pred ? sp[q]
+                                     : std::max_element(scores.begin() + q * k, scores.begin() + (q + 1) * k) -
+                                           (scores.begin() + q * k);
+      if (t[q] == 2 || t[q] >= k) continue;  // ignore_class 2, and a class outside [0, k)
+      want[t[q] * k + pred] += std::trunc(w[q]);
+    }
+    std::vector<double> got(k * k, 0.0);
+    ConfusionMatrixParams p{.n = n, .examples = n, .num_classes = k, .classes = sparse_pred ? 1 : k,
+                            .sparse_y_pred = sparse_pred, .has_ignore_class = true, .ignore_class = 2};
+    cpu().update_confusion_matrix(p, values(t), sparse_pred ? values(sp) : values(scores), values(w), got.data());
+    expect_close(got, want, sparse_pred ? "sparse" : "argmax", 0, 0);
+  }
+  // BinaryIoU: y_pred >= threshold is class 1.
+  const std::vector<float> bt = {0, 1, 1, 0, 1}, bp = {0.5f, 0.49f, 0.7f, 0.2f, 0.5f};
+  std::vector<double> got(4, 0.0);
+  cpu().update_confusion_matrix({.n = 5, .examples = 5, .binary_threshold = true, .threshold = 0.5f}, values(bt),
+                                values(bp), AnyValues{}, got.data());
+  EXPECT_EQ(got, (std::vector<double>{1, 1, 1, 2}));
 }
 
 TEST(MetricFunctors, AddDoubles) {

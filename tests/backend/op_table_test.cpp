@@ -115,6 +115,8 @@ const std::map<std::string, std::string>& ops_tested_elsewhere() {
       {"update_mean_metric", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"update_threshold_counts", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"update_auc", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"update_column_sums", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
+      {"update_confusion_matrix", "LossesOnTheGpu.EveryLossAndMetricMatchesTheCpu_CUDA"},
       {"find_invalid_class", "LossesOnTheGpu.FindInvalidClassMatchesTheCpu_CUDA"},
       {"add_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},
       {"add_to_doubles", "LossesOnTheGpu.MergedAndScalarMetricStatesMatchTheCpu_CUDA"},

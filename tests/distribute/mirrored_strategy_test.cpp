@@ -17,6 +17,7 @@
 #include "distribute/detail/gradient_buckets.h"
 #include "distribute/detail/mirrored_replicas.h"
 #include "distribute/replica_testing.h"
+#include "testing/layer_test.h"
 #include "tower/tower.h"
 
 namespace tower {
@@ -185,6 +186,51 @@ TEST(MirroredStrategy, SmallBucketsGiveTheSameTraining) {
     EXPECT_EQ(counts[0][c], static_cast<std::size_t>(b.end - b.begin)) << "call " << c;
   }
   EXPECT_EQ(buckets[0].gradients[0], static_cast<int>(sizes.size()) - 1);
+}
+
+// Keras' confusion-matrix, F-score, IoU and regression metrics, named in compile() as Keras' names and configs,
+// aggregated over two CPU replicas (batches of 5 and validation batches of 1 leave a replica with fewer or no rows):
+// every training and validation value of every epoch equals one replica's.
+callbacks::History fit_with_named_metrics(const std::optional<distribute::Strategy>& strategy) {
+  const Index n = 45, validation = 17;
+  const Tensor x = testing::random_tensor({n + validation, 5}, 21);
+  std::vector<float> y(static_cast<std::size_t>((n + validation) * 3));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = (i * 7 + i / 3) % 5 < 2 ? 1.f : 0.f;
+  const Tensor labels = Tensor::from_vector(y, {n + validation, 3});
+  std::optional<Model> model;
+  {
+    std::optional<distribute::StrategyScope> scope;
+    if (strategy) scope.emplace(strategy->scope());
+    model.emplace(Sequential({InputLayer({.shape = {5}}), layers::Dense({.units = 3, .activation = "sigmoid"})}));
+    std::vector<metrics::MetricPtr> named;
+    for (const char* name : {"true_positives", "false_negatives", "binary_io_u", "root_mean_squared_error",
+                             "r2_score", "auc"})
+      named.push_back(metrics::metric_from_config(Config(name)));
+    for (const char* json :
+         {R"({"class_name": "F1Score", "config": {"average": "micro", "threshold": 0.5}})",
+          R"({"class_name": "SensitivityAtSpecificity", "config": {"specificity": 0.5, "num_thresholds": 50}})",
+          R"({"class_name": "AUC", "config": {"multi_label": true, "curve": "PR", "name": "pr_auc"}})",
+          R"({"class_name": "MeanIoU", "config": {"num_classes": 2, "sparse_y_true": false, "sparse_y_pred": false}})"})
+      named.push_back(metrics::metric_from_config(Config::parse_json(json)));
+    model->compile(optimizers::Adam(0.05), losses::BinaryCrossentropy(), named);
+  }
+  model->set_weights({testing::random_tensor({5, 3}, 22), Tensor::zeros({3})});
+  const auto slice = [](const Tensor& t, Index begin, Index end) { return t.slice(begin, end); };
+  FitOptions options{.epochs = 3, .verbose = 0};
+  options.validation_data =
+      data::Dataset::from_tensor_slices({slice(x, n, n + validation), slice(labels, n, n + validation)}).batch(8);
+  return model->fit(data::Dataset::from_tensor_slices({slice(x, 0, n), slice(labels, 0, n)}).batch(8), options);
+}
+
+TEST(MirroredStrategy, NamedKerasMetricsOfTwoReplicasMatchOneReplica) {
+  const callbacks::History single = fit_with_named_metrics(std::nullopt);
+  const callbacks::History mirrored = fit_with_named_metrics(distribute::MirroredStrategy({"cpu:0", "cpu:1"}));
+  for (const char* key : {"true_positives", "val_false_negatives", "val_binary_io_u", "r2_score",
+                          "val_root_mean_squared_error", "val_f1_score", "sensitivity_at_specificity", "val_pr_auc",
+                          "val_mean_io_u", "val_auc"})
+    EXPECT_TRUE(single.contains(key)) << key;
+  expect_same_history(mirrored, single, "2 replicas, named metrics");
+  EXPECT_GT(single["val_true_positives"].back(), 0.0);
 }
 
 TEST(MirroredStrategy, OneDeviceStrategyMatchesNoStrategy) {

@@ -42,6 +42,32 @@ TEST(LossStepPath, SteadyStateStepsAllocateNothing) {
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
 }
 
+// Issue 40's metrics keep their state on the device too: their steady-state steps allocate nothing either.
+TEST(LossStepPath, ConfusionFScoreIoUAndR2MetricsAllocateNothing) {
+  Sequential model({InputLayer({.shape = {5}}), layers::Dense({.units = 3, .activation = "sigmoid"})});
+  using namespace metrics;
+  model.compile(optimizers::SGD(0.1), losses::BinaryCrossentropy(),
+                {TruePositives(), SensitivityAtSpecificity({.specificity = 0.5}),
+                 AUC({.multi_label = true, .label_weights = std::vector<double>{1, 2, 1}}),
+                 F1Score({.average = "weighted"}), R2Score(), RootMeanSquaredError(), BinaryIoU(),
+                 OneHotMeanIoU({.num_classes = 3})});
+  const Tensor x = inputs(7);
+  std::vector<float> labels(21);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = (i / 3 + i % 3) % 2 == 0 ? 1.f : 0.f;
+  const Tensor y = Tensor::from_vector(labels, {7, 3});
+  model.train_on_batch(x, y);
+  model.test_on_batch(x, y);
+  const AllocatorStats before = allocator_for(Device::cpu()).stats();
+  for (int i = 0; i < 3; ++i) {
+    model.train_on_batch(x, y);
+    const callbacks::Logs test = model.test_on_batch(x, y);
+    EXPECT_TRUE(test.get("one_hot_mean_io_u"));
+  }
+  const AllocatorStats after = allocator_for(Device::cpu()).stats();
+  EXPECT_EQ(after.allocations, before.allocations);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
 // fit's class weights reach the loss as device-side example weights: a class weight acts as the same sample weight
 // on each example of its class, step for step and bit for bit.
 TEST(LossStepPath, ClassWeightsWeighLikeSampleWeights) {

@@ -1,6 +1,7 @@
 // Metrics against Keras itself: tests/reference/losses_metrics/metrics.json, written by
 // make_loss_metric_fixtures.py (Keras 3 on TensorFlow), holds for each case a metric config, two batches and
-// Keras' result() after update_state on both, without and with sample weights. Each case is one test,
+// Keras' result() after update_state on both, without and with sample weights (a list where Keras' result() is one
+// value per class, compared with results()). Each case is one test,
 // MetricKeras.Matches/<case>, which also checks merge_state: one instance per batch, merged, equals one instance
 // that saw both (the per-replica aggregation a strategy does).
 //
@@ -54,16 +55,34 @@ void update(metrics::Metric& metric, const Config& batch, bool weighted) {
 
 class MetricKeras : public ::testing::TestWithParam<std::string> {};
 
+// Keras' result(): one number, or a list where Keras gives one value per class.
+std::vector<double> expected(const Config& c) {
+  if (!c.is_list()) return {c.as_double()};
+  std::vector<double> v;
+  for (const Config& x : c.as_list()) v.push_back(x.as_double());
+  return v;
+}
+
+void expect_results(const metrics::Metric& metric, const std::vector<double>& want, double atol, double rtol,
+                    const std::string& what) {
+  const std::vector<double> got = metric.results();
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i])) << what << ", value " << i;
+}
+
 TEST_P(MetricKeras, Matches) {
   const Config& c = find_case(GetParam());
   const Config::List& batches = c.at("batches").as_list();
   for (const bool weighted : {false, true}) {
     SCOPED_TRACE(weighted ? "with sample weights" : "without sample weights");
-    const double want = c.at(weighted ? "weighted_result" : "result").as_double();
+    const std::vector<double> want = expected(c.at(weighted ? "weighted_result" : "result"));
     const metrics::MetricPtr metric = metrics::metric_from_config(c.at("metric_config"));
-    EXPECT_EQ(metric->result(), 0.0) << "before any update";
+    if (want.size() == 1) {
+      EXPECT_EQ(metric->result(), 0.0) << "before any update";
+    }
     for (const Config& b : batches) update(*metric, b, weighted);
-    EXPECT_NEAR(metric->result(), want, kAtol + kRtol * std::abs(want));
+    expect_results(*metric, want, kAtol, kRtol, "result");
 
     // merge_state: one replica per batch, merged into the first.
     std::vector<metrics::MetricPtr> replicas;
@@ -72,12 +91,14 @@ TEST_P(MetricKeras, Matches) {
       update(*replicas.back(), b, weighted);
     }
     for (std::size_t i = 1; i < replicas.size(); ++i) replicas[0]->merge_state(*replicas[i]);
-    EXPECT_NEAR(replicas[0]->result(), metric->result(), 1e-12 + 1e-12 * std::abs(want)) << "merged";
+    expect_results(*replicas[0], metric->results(), 1e-12, 1e-12, "merged");
 
     metric->reset_state();
-    EXPECT_EQ(metric->result(), 0.0) << "after reset_state";
+    if (want.size() == 1) {
+      EXPECT_EQ(metric->result(), 0.0) << "after reset_state";
+    }
     for (const Config& b : batches) update(*metric, b, weighted);
-    EXPECT_NEAR(metric->result(), want, kAtol + kRtol * std::abs(want)) << "after reset_state and the same updates";
+    expect_results(*metric, want, kAtol, kRtol, "after reset_state and the same updates");
   }
 }
 

@@ -39,8 +39,27 @@ std::vector<metrics::MetricPtr> every_metric() {
       metrics::AUC({.num_thresholds = 50, .curve = "pr", .summation_method = "Majoring", .from_logits = true}),
       metrics::MeanSquaredError(),
       metrics::MeanAbsoluteError(),
+      metrics::TruePositives({.thresholds = 0.3}),
+      metrics::FalsePositives(),
+      metrics::TrueNegatives(),
+      metrics::FalseNegatives({.thresholds = 0.9}),
+      metrics::SensitivityAtSpecificity({.specificity = 0.5, .num_thresholds = 20, .class_id = 1}),
+      metrics::SpecificityAtSensitivity({.sensitivity = 0.25}),
+      metrics::PrecisionAtRecall({.recall = 0.75}),
+      metrics::RecallAtPrecision({.precision = 0.6, .num_thresholds = 3}),
+      metrics::F1Score({.average = "macro"}),
+      metrics::FBetaScore({.average = "weighted", .beta = 2.0, .threshold = 0.4}),
+      metrics::RootMeanSquaredError(),
+      metrics::R2Score({.class_aggregation = "variance_weighted_average", .num_regressors = 2}),
+      metrics::IoU({.num_classes = 3, .target_class_ids = {0, 2}, .ignore_class = 255}),
+      metrics::MeanIoU({.num_classes = 4, .sparse_y_pred = false}),
+      metrics::OneHotIoU({.num_classes = 3, .target_class_ids = {1}}),
+      metrics::OneHotMeanIoU({.num_classes = 5}),
+      metrics::BinaryIoU({.target_class_ids = {1}, .threshold = 0.3}),
   };
 }
+
+bool is_iou(const std::string& type) { return type.find("IoU") != std::string::npos; }
 
 TEST(MetricApi, DefaultNamesAreKeras) {
   EXPECT_EQ(metrics::Mean()->name(), "mean");
@@ -55,6 +74,16 @@ TEST(MetricApi, DefaultNamesAreKeras) {
   EXPECT_EQ(metrics::AUC()->name(), "auc");
   EXPECT_EQ(metrics::MeanSquaredError()->name(), "mean_squared_error");
   EXPECT_EQ(metrics::MeanAbsoluteError()->name(), "mean_absolute_error");
+  EXPECT_EQ(metrics::TruePositives()->name(), "true_positives");
+  EXPECT_EQ(metrics::FalseNegatives()->name(), "false_negatives");
+  EXPECT_EQ(metrics::PrecisionAtRecall({.recall = 0.5})->name(), "precision_at_recall");
+  EXPECT_EQ(metrics::F1Score()->name(), "f1_score");
+  EXPECT_EQ(metrics::FBetaScore()->name(), "fbeta_score");
+  EXPECT_EQ(metrics::RootMeanSquaredError()->name(), "root_mean_squared_error");
+  EXPECT_EQ(metrics::R2Score()->name(), "r2_score");
+  EXPECT_EQ(metrics::MeanIoU({.num_classes = 2})->name(), "mean_io_u");
+  EXPECT_EQ(metrics::BinaryIoU()->name(), "binary_io_u");
+  EXPECT_EQ(metrics::R2Score()->options().class_aggregation, "uniform_average");
   EXPECT_EQ(metrics::TopKCategoricalAccuracy()->options().k, 5);
   EXPECT_EQ(metrics::AUC()->options().num_thresholds, 200);
   const metrics::MetricPtr p = metrics::SparseCategoricalAccuracy();
@@ -69,7 +98,8 @@ TEST(MetricApi, ConfigRoundTripsForEveryMetric) {
     const Config c = m->get_config();
     EXPECT_EQ(c.at("class_name").as_string(), m->type());
     EXPECT_EQ(c.at("config").at("name").as_string(), m->name());
-    EXPECT_EQ(c.at("config").at("dtype").as_string(), "float32");
+    // Keras' IoU metrics keep an int64 confusion matrix.
+    EXPECT_EQ(c.at("config").at("dtype").as_string(), is_iou(m->type()) ? "int64" : "float32");
     const metrics::MetricPtr back = metrics::metric_from_config(Config::parse_json(c.to_json()));
     EXPECT_EQ(back->get_config(), c) << back->get_config().to_json() << " vs " << c.to_json();
     EXPECT_EQ(m->clone()->get_config(), c);
@@ -97,6 +127,15 @@ TEST(MetricApi, KerasNamesAndAliases) {
       {"mae", "MeanAbsoluteError"},
       {"MAE", "MeanAbsoluteError"},
       {"mean", "Mean"},
+      {"true_positives", "TruePositives"},
+      {"false_positives", "FalsePositives"},
+      {"true_negatives", "TrueNegatives"},
+      {"false_negatives", "FalseNegatives"},
+      {"f1_score", "F1Score"},
+      {"f_beta_score", "FBetaScore"},
+      {"root_mean_squared_error", "RootMeanSquaredError"},
+      {"r2_score", "R2Score"},
+      {"binary_io_u", "BinaryIoU"},
   };
   for (const auto& [name, type] : names) EXPECT_EQ(metrics::metric_from_config(name)->type(), type) << name;
   expect_throw_with<ConfigError>([] { metrics::metric_from_config("sparse_categorical_acuracy"); },
@@ -122,9 +161,15 @@ TEST(MetricApi, ReadsKerasConfigs) {
 TEST(MetricApi, UnsupportedKerasArgumentsAreConfigErrors) {
   expect_throw_with<ConfigError>(
       [] {
-        metrics::metric_from_config(Config::parse_json(R"({"class_name": "AUC", "config": {"multi_label": true}})"));
+        metrics::metric_from_config(Config::parse_json(R"({"class_name": "AUC", "config": {"thresholds": [0.3]}})"));
       },
-      {"AUC", "'multi_label'"});
+      {"AUC", "'thresholds'"});
+  expect_throw_with<ConfigError>(
+      [] {
+        metrics::metric_from_config(
+            Config::parse_json(R"({"class_name": "TruePositives", "config": {"thresholds": [0.3, 0.5]}})"));
+      },
+      {"TruePositives", "thresholds"});
   expect_throw_with<ConfigError>(
       [] {
         metrics::metric_from_config(
@@ -143,6 +188,72 @@ TEST(MetricApi, InvalidOptionsThrow) {
   EXPECT_THROW(metrics::Precision({.thresholds = 1.5}), std::invalid_argument);
   EXPECT_THROW(metrics::Recall({.top_k = 0}), std::invalid_argument);
   EXPECT_THROW(metrics::TopKCategoricalAccuracy({.k = 0}), std::invalid_argument);
+  EXPECT_THROW(metrics::AUC({.num_labels = 3}), std::invalid_argument);
+  EXPECT_THROW(metrics::AUC({.label_weights = std::vector<double>{1.0, -1.0}}), std::invalid_argument);
+  EXPECT_THROW(metrics::R2Score({.class_aggregation = "median"}), std::invalid_argument);
+  EXPECT_THROW(metrics::R2Score({.num_regressors = -1}), std::invalid_argument);
+  EXPECT_THROW(metrics::FBetaScore({.beta = 0}), std::invalid_argument);
+  EXPECT_THROW(metrics::IoU({.num_classes = 3}), std::invalid_argument);
+  EXPECT_THROW(metrics::MeanIoU({.num_classes = 3, .axis = 1}), std::invalid_argument);
+}
+
+// Bad arguments name the metric and the value (issue 40's "a metric threshold outside [0, 1]", an unknown average).
+TEST(MetricApi, BadArgumentsNameTheMetricAndTheValue) {
+  expect_throw_with<std::invalid_argument>([] { metrics::TruePositives({.thresholds = 1.5}); },
+                                           {"true_positives", "thresholds", "[0, 1]", "1.5"});
+  expect_throw_with<std::invalid_argument>([] { metrics::FalseNegatives({.thresholds = -0.1}); },
+                                           {"false_negatives", "-0.1"});
+  expect_throw_with<std::invalid_argument>([] { metrics::F1Score({.threshold = 1.2}); },
+                                           {"f1_score", "threshold", "1.2"});
+  expect_throw_with<std::invalid_argument>([] { metrics::BinaryIoU({.threshold = 2.0}); },
+                                           {"binary_io_u", "threshold", "2"});
+  expect_throw_with<std::invalid_argument>([] { metrics::F1Score({.average = "mean"}); },
+                                           {"f1_score", "average", "\"mean\""});
+  expect_throw_with<std::invalid_argument>([] { metrics::FBetaScore({.average = "samples"}); },
+                                           {"fbeta_score", "\"samples\""});
+  expect_throw_with<std::invalid_argument>([] { metrics::PrecisionAtRecall({.recall = 1.5}); },
+                                           {"precision_at_recall", "recall", "1.5"});
+  expect_throw_with<std::invalid_argument>([] { metrics::SensitivityAtSpecificity(); },
+                                           {"sensitivity_at_specificity", "specificity is required"});
+  expect_throw_with<std::invalid_argument>([] { metrics::IoU({.num_classes = 3, .target_class_ids = {3}}); },
+                                           {"io_u", "target class id 3"});
+  expect_throw_with<std::invalid_argument>([] { metrics::MeanIoU(); }, {"mean_io_u", "num_classes"});
+}
+
+// Issue 40's "num_classes smaller than a label seen": labels in host memory are checked before they go anywhere.
+TEST(MetricApi, IoUMetricsRejectLabelsOutsideNumClasses) {
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::MeanIoU({.num_classes = 3})->update_state(ints({0, 2, 3, 1}), ints({0, 1, 2, 1})); },
+      {"mean_io_u", "label 3", "index 2", "num_classes 3"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::IoU({.num_classes = 2, .target_class_ids = {0}})->update_state(ints({0, 1}), ints({5, 1})); },
+      {"io_u", "predicted class 5", "index 0", "num_classes 2"});
+  expect_throw_with<std::invalid_argument>(
+      [] {
+        metrics::MeanIoU({.num_classes = 2, .sparse_y_pred = false})
+            ->update_state(floats({1, -2}, {2}), floats({0.1f, 0.9f, 0.8f, 0.2f}, {2, 2}));
+      },
+      {"mean_io_u", "label -2", "index 1"});
+  expect_throw_with<std::invalid_argument>(
+      [] { metrics::BinaryIoU()->update_state(floats({1, 2}, {2}), floats({0.1f, 0.9f}, {2})); },
+      {"binary_io_u", "label 2", "num_classes 2"});
+  // ignore_class may lie outside the classes: it is skipped, not counted.
+  metrics::MeanIoU ignoring({.num_classes = 2, .ignore_class = 255});
+  EXPECT_NO_THROW(ignoring->update_state(ints({0, 255, 1}), ints({0, 1, 1})));
+  EXPECT_EQ(ignoring->confusion_matrix(), (std::vector<double>{1, 0, 0, 1}));
+  EXPECT_NEAR(ignoring->result(), 1.0, 1e-6);
+}
+
+TEST(MetricApi, VectorResultsNeedResults) {
+  metrics::F1Score f1;
+  f1->update_state(floats({1, 0, 0, 1}, {2, 2}), floats({0.9f, 0.1f, 0.4f, 0.6f}, {2, 2}));
+  EXPECT_EQ(f1->results().size(), 2u);
+  EXPECT_NEAR(f1->results()[0], 1.0, 1e-6);
+  expect_throw_with<std::logic_error>([&] { (void)f1->result(); }, {"f1_score", "average"});
+  metrics::R2Score per_output({.class_aggregation = std::nullopt});
+  per_output->update_state(floats({1, 2, 3, 5}, {2, 2}), floats({1, 2, 3, 5}, {2, 2}));
+  EXPECT_EQ(per_output->results(), (std::vector<double>{1.0, 1.0}));
+  expect_throw_with<std::logic_error>([&] { (void)per_output->result(); }, {"r2_score", "class_aggregation"});
 }
 
 TEST(Mean, UpdateWithWeights) {

@@ -75,17 +75,32 @@ const std::vector<LossSetup>& setups() {
   static const std::vector<LossSetup> all = {
       {"sparse categorical crossentropy", "softmax", 4, Labels::sparse,
        [] { return losses::SparseCategoricalCrossentropy(); },
-       [] { return std::vector<MetricPtr>{SparseCategoricalAccuracy(), SparseTopKCategoricalAccuracy({.k = 2})}; }},
+       [] {
+         return std::vector<MetricPtr>{SparseCategoricalAccuracy(), SparseTopKCategoricalAccuracy({.k = 2}),
+                                       MeanIoU({.num_classes = 4, .sparse_y_pred = false})};
+       }},
       {"categorical crossentropy, smoothed", "softmax", 4, Labels::one_hot,
        [] { return losses::CategoricalCrossentropy({.label_smoothing = 0.1}); },
-       [] { return std::vector<MetricPtr>{CategoricalAccuracy(), TopKCategoricalAccuracy({.k = 2})}; }},
+       [] {
+         return std::vector<MetricPtr>{CategoricalAccuracy(), TopKCategoricalAccuracy({.k = 2}),
+                                       F1Score({.average = "macro"}), OneHotMeanIoU({.num_classes = 4}),
+                                       AUC({.multi_label = true, .label_weights = std::vector<double>{1, 2, 0.5, 1}})};
+       }},
       {"categorical crossentropy from logits", "linear", 4, Labels::one_hot,
        [] { return losses::CategoricalCrossentropy({.from_logits = true}); },
        [] { return std::vector<MetricPtr>{CategoricalAccuracy()}; }},
       {"binary crossentropy", "sigmoid", 3, Labels::binary, [] { return losses::BinaryCrossentropy(); },
-       [] { return std::vector<MetricPtr>{BinaryAccuracy(), Precision(), Recall(), AUC()}; }},
+       [] {
+         return std::vector<MetricPtr>{BinaryAccuracy(), Precision(), Recall(), AUC(), TruePositives(),
+                                       TrueNegatives({.thresholds = 0.4}),
+                                       SensitivityAtSpecificity({.specificity = 0.5, .class_id = 1}),
+                                       RecallAtPrecision({.precision = 0.4}), BinaryIoU(),
+                                       FBetaScore({.average = "micro", .beta = 2.0, .threshold = 0.5})};
+       }},
       {"mean squared error", "tanh", 3, Labels::regression, [] { return losses::MeanSquaredError(); },
-       [] { return std::vector<MetricPtr>{MeanAbsoluteError(), MeanSquaredError()}; }},
+       [] {
+         return std::vector<MetricPtr>{MeanAbsoluteError(), MeanSquaredError(), RootMeanSquaredError(), R2Score()};
+       }},
       {"mean absolute error", "linear", 3, Labels::regression, [] { return losses::MeanAbsoluteError(); },
        [] { return std::vector<MetricPtr>{}; }},
       {"huber", "linear", 3, Labels::regression, [] { return losses::Huber(); }, [] { return std::vector<MetricPtr>{}; }},

@@ -203,10 +203,29 @@ def categorical_batches(sparse=False, trailing_one=False):
     return [batch(l1, CAT_PRED_1, SW5, "int32"), batch(l2, CAT_PRED_2, SW3, "int32")]
 
 
-def binary_batches(logits=False):
+def regression_batches():
+    return [batch(rng_uniform(53, (5, 3)), rng_uniform(54, (5, 3)), SW5),
+            batch(rng_uniform(55, (3, 3)), rng_uniform(56, (3, 3)), SW3)]
+
+
+# Class labels and predicted classes at two positions per example, with a weight per position (Keras' IoU wants
+# sample_weight of y_true's shape); with `ignored`, two labels are -1, the class the ignore_class case ignores.
+def iou_sparse_batches(ignored=False):
+    x = -1 if ignored else 1
+    return [batch(arr([[2, 0], [1, x], [3, 3], [0, 1], [2, 2]], np.int32),
+                  arr([[2, 1], [1, 0], [3, 0], [0, 1], [1, 2]], np.int32),
+                  arr([[1.0, 2.0], [0.5, 1.0], [2.0, 3.0], [0.0, 1.0], [1.5, 1.0]]), "int32"),
+            batch(arr([[0, 1], [3, 2], [x, 0]], np.int32), arr([[0, 1], [3, 3], [2, 0]], np.int32),
+                  arr([[1.0, 0.0], [2.0, 1.0], [1.0, 1.0]]), "int32")]
+
+
+def binary_batches(logits=False, element_weights=False):
     p1, p2 = scores(31, (5, 3)), scores(32, (3, 3))
     if logits:
         p1, p2 = (rng_uniform(33, (5, 3), -3, 3), rng_uniform(34, (3, 3), -3, 3))
+    if element_weights:  # BinaryIoU wants sample_weight of y_true's shape
+        return [batch(BIN_TRUE_1, p1, np.outer(SW5, arr([1.0, 2.0, 1.0]))),
+                batch(BIN_TRUE_2, p2, np.outer(SW3 * 4, arr([1.0, 0.0, 1.0])))]
     return [batch(BIN_TRUE_1, p1, SW5), batch(BIN_TRUE_2, p2, SW3)]
 
 
@@ -246,6 +265,63 @@ METRIC_CASES = [
     metric_case("MeanAbsoluteError", "MeanAbsoluteError", {},
                 [batch(rng_uniform(45, (5, 3)), rng_uniform(46, (5, 3)), SW5),
                  batch(rng_uniform(47, (3, 3)), rng_uniform(48, (3, 3)), SW3)]),
+    metric_case("TruePositives", "TruePositives", {}, binary_batches()),
+    metric_case("TruePositives_threshold", "TruePositives", {"thresholds": 0.3}, binary_batches()),
+    metric_case("FalsePositives", "FalsePositives", {}, binary_batches()),
+    metric_case("FalsePositives_threshold", "FalsePositives", {"thresholds": 0.7}, binary_batches()),
+    metric_case("TrueNegatives", "TrueNegatives", {}, binary_batches()),
+    metric_case("TrueNegatives_threshold", "TrueNegatives", {"thresholds": 0.2}, binary_batches()),
+    metric_case("FalseNegatives", "FalseNegatives", {}, binary_batches()),
+    metric_case("FalseNegatives_threshold", "FalseNegatives", {"thresholds": 0.6}, binary_batches()),
+    metric_case("SensitivityAtSpecificity", "SensitivityAtSpecificity", {"specificity": 0.5}, binary_batches()),
+    metric_case("SensitivityAtSpecificity_few_thresholds_class_id", "SensitivityAtSpecificity",
+                {"specificity": 0.4, "num_thresholds": 7, "class_id": 1}, binary_batches()),
+    metric_case("SpecificityAtSensitivity", "SpecificityAtSensitivity", {"sensitivity": 0.6}, binary_batches()),
+    metric_case("SpecificityAtSensitivity_one_threshold", "SpecificityAtSensitivity",
+                {"sensitivity": 0.3, "num_thresholds": 1}, binary_batches()),
+    metric_case("PrecisionAtRecall", "PrecisionAtRecall", {"recall": 0.4}, binary_batches()),
+    metric_case("PrecisionAtRecall_class_id", "PrecisionAtRecall", {"recall": 0.5, "class_id": 2}, binary_batches()),
+    metric_case("RecallAtPrecision", "RecallAtPrecision", {"precision": 0.5}, binary_batches()),
+    metric_case("RecallAtPrecision_unreachable", "RecallAtPrecision", {"precision": 1.0, "num_thresholds": 11},
+                binary_batches()),
+    metric_case("AUC_multi_label", "AUC", {"multi_label": True}, binary_batches()),
+    metric_case("AUC_multi_label_PR_num_labels", "AUC", {"multi_label": True, "num_labels": 3, "curve": "PR"},
+                binary_batches()),
+    metric_case("AUC_multi_label_label_weights", "AUC",
+                {"multi_label": True, "label_weights": [0.5, 2.0, 1.0], "summation_method": "majoring"},
+                binary_batches()),
+    metric_case("AUC_label_weights", "AUC", {"label_weights": [1.0, 0.25, 3.0]}, binary_batches()),
+    metric_case("F1Score", "F1Score", {}, categorical_batches()),
+    metric_case("F1Score_micro", "F1Score", {"average": "micro"}, categorical_batches()),
+    metric_case("F1Score_macro_threshold", "F1Score", {"average": "macro", "threshold": 0.5}, binary_batches()),
+    metric_case("F1Score_weighted", "F1Score", {"average": "weighted"}, categorical_batches()),
+    metric_case("FBetaScore_beta2_macro", "FBetaScore", {"average": "macro", "beta": 2.0}, categorical_batches()),
+    metric_case("FBetaScore_weighted_threshold", "FBetaScore",
+                {"average": "weighted", "beta": 0.5, "threshold": 0.4}, binary_batches()),
+    metric_case("FBetaScore_none_threshold", "FBetaScore", {"beta": 1.5, "threshold": 0.3}, binary_batches()),
+    metric_case("RootMeanSquaredError", "RootMeanSquaredError", {},
+                [batch(rng_uniform(49, (5, 3)), rng_uniform(50, (5, 3)), SW5),
+                 batch(rng_uniform(51, (3, 3)), rng_uniform(52, (3, 3)), SW3)]),
+    metric_case("R2Score", "R2Score", {}, regression_batches()),
+    metric_case("R2Score_variance_weighted", "R2Score", {"class_aggregation": "variance_weighted_average"},
+                regression_batches()),
+    metric_case("R2Score_per_output", "R2Score", {"class_aggregation": None}, regression_batches()),
+    metric_case("R2Score_num_regressors", "R2Score", {"num_regressors": 2}, regression_batches()),
+    metric_case("IoU", "IoU", {"num_classes": 4, "target_class_ids": [0, 2], "sparse_y_pred": False},
+                categorical_batches(sparse=True)),
+    metric_case("IoU_sparse_predictions", "IoU", {"num_classes": 4, "target_class_ids": [1, 3]}, iou_sparse_batches()),
+    metric_case("MeanIoU", "MeanIoU", {"num_classes": 4, "sparse_y_pred": False}, categorical_batches(sparse=True)),
+    metric_case("MeanIoU_ignore_class", "MeanIoU", {"num_classes": 4, "ignore_class": -1},
+                iou_sparse_batches(ignored=True)),
+    metric_case("MeanIoU_dense", "MeanIoU", {"num_classes": 4, "sparse_y_true": False, "sparse_y_pred": False},
+                categorical_batches()),
+    metric_case("OneHotIoU", "OneHotIoU", {"num_classes": 4, "target_class_ids": [1, 3]}, categorical_batches()),
+    metric_case("OneHotMeanIoU", "OneHotMeanIoU", {"num_classes": 4}, categorical_batches()),
+    metric_case("OneHotMeanIoU_ignore_class", "OneHotMeanIoU", {"num_classes": 4, "ignore_class": 2},
+                categorical_batches()),
+    metric_case("BinaryIoU", "BinaryIoU", {}, binary_batches(element_weights=True)),
+    metric_case("BinaryIoU_threshold_target", "BinaryIoU", {"target_class_ids": [1], "threshold": 0.3},
+                binary_batches(element_weights=True)),
 ]
 
 
@@ -263,15 +339,23 @@ def make_metric_case(c):
         y_true, y_pred = tf.constant(b["y_true"]), tf.constant(b["y_pred"])
         plain.update_state(y_true, y_pred)
         weighted.update_state(y_true, y_pred, sample_weight=sw)
-        batches.append({"y_true": tensor_json(b["y_true"], b["y_true_dtype"]), "y_pred": tensor_json(b["y_pred"]),
+        y_pred_dtype = "int32" if b["y_pred"].dtype == np.int32 else "float32"
+        batches.append({"y_true": tensor_json(b["y_true"], b["y_true_dtype"]),
+                        "y_pred": tensor_json(b["y_pred"], y_pred_dtype),
                         "sample_weight": tensor_json(b["sample_weight"])})
     return {
         "name": c["name"],
         "metric_config": {"class_name": c["class_name"], "config": c["config"]},
         "batches": batches,
-        "result": float(plain.result().numpy()),
-        "weighted_result": float(weighted.result().numpy()),
+        "result": result_json(plain.result()),
+        "weighted_result": result_json(weighted.result()),
     }
+
+
+def result_json(r):
+    """A number, or a list where Keras' result() is a vector (one value per class)."""
+    a = np.asarray(r.numpy(), dtype=np.float64)
+    return float(a) if a.ndim == 0 else [float(v) for v in a.reshape(-1)]
 
 
 def dump(v, indent=0):

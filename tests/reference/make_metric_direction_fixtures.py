@@ -22,13 +22,23 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras  # noqa: E402
 
-CLASSES = ["AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanAbsoluteError",
-           "MeanSquaredError", "Precision", "Recall", "SparseCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
-           "TopKCategoricalAccuracy"]
+CLASSES = ["AUC", "Accuracy", "BinaryAccuracy", "BinaryIoU", "CategoricalAccuracy", "F1Score", "FBetaScore",
+           "FalseNegatives", "FalsePositives", "IoU", "Mean", "MeanAbsoluteError", "MeanIoU", "MeanSquaredError",
+           "OneHotIoU", "OneHotMeanIoU", "Precision", "PrecisionAtRecall", "R2Score", "Recall", "RecallAtPrecision",
+           "RootMeanSquaredError", "SensitivityAtSpecificity", "SparseCategoricalAccuracy",
+           "SparseTopKCategoricalAccuracy", "SpecificityAtSensitivity", "TopKCategoricalAccuracy", "TrueNegatives",
+           "TruePositives"]
+
+# The arguments of the classes that have required ones.
+ARGUMENTS = {"IoU": {"num_classes": 2, "target_class_ids": [0]}, "MeanIoU": {"num_classes": 2},
+             "OneHotIoU": {"num_classes": 2, "target_class_ids": [0]}, "OneHotMeanIoU": {"num_classes": 2},
+             "PrecisionAtRecall": {"recall": 0.5}, "RecallAtPrecision": {"precision": 0.5},
+             "SensitivityAtSpecificity": {"specificity": 0.5}, "SpecificityAtSensitivity": {"sensitivity": 0.5}}
 
 
 def main():
-    directions = {name: getattr(getattr(keras.metrics, name)(), "_direction", None) for name in CLASSES}
+    directions = {name: getattr(getattr(keras.metrics, name)(**ARGUMENTS.get(name, {})), "_direction", None)
+                  for name in CLASSES}
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "losses_metrics", "metric_directions.json")
     with open(out, "w") as f:
         json.dump({"keras_version": keras.__version__, "directions": directions}, f, indent=1, sort_keys=True)

@@ -109,6 +109,10 @@ class CpuBackend final : public Backend {
                                AnyValues sample_weight, double* state) override;
   void update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
                   double* state) override;
+  void update_column_sums(const ColumnSumsParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
+                          double* state) override;
+  void update_confusion_matrix(const ConfusionMatrixParams& p, AnyValues y_true, AnyValues y_pred,
+                               AnyValues sample_weight, double* state) override;
   void add_doubles(const double* x, double* y, Index n) override;
   void add_to_doubles(double* y, Index n, double value) override;
   // synchronized batch normalization (cpu_sync_batch_norm.cpp)

@@ -98,16 +98,31 @@ void CpuBackend::update_mean_metric(const MeanMetricParams& p, AnyValues y_true,
 void CpuBackend::update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
                                          AnyValues sample_weight, double* state) {
   reduce(p.rows * p.classes, math::ThresholdCountTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{},
-         zeros<3>(), math::AddSums<3>{state});
+         zeros<4>(), math::AddSums<4>{state});
 }
 
 void CpuBackend::update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
                             double* state) {
-  const Index width = 2 * Index{p.num_thresholds}, chunks = (p.n + math::auc_chunk(p.n) - 1) / math::auc_chunk(p.n);
+  const Index width = math::auc_width(p), chunks = math::histogram_chunks(p.n, width);
   std::vector<double> partial(static_cast<std::size_t>(chunks * width)), histogram(static_cast<std::size_t>(width));
   for_each_index(chunks, math::AucChunkHistogram{p, y_true, y_pred, sample_weight, partial.data()});
-  for_each_index(width, math::AucSumChunks{partial.data(), chunks, width, histogram.data()});
-  for_each_index(p.num_thresholds, math::AucAccumulate{histogram.data(), p.num_thresholds, state});
+  for_each_index(width, math::SumChunks{partial.data(), chunks, width, histogram.data()});
+  for_each_index(p.num_thresholds * math::auc_labels(p),
+                 math::AucAccumulate{histogram.data(), p.num_thresholds, math::auc_labels(p), state});
+}
+
+void CpuBackend::update_column_sums(const ColumnSumsParams& p, AnyValues y_true, AnyValues y_pred,
+                                    AnyValues sample_weight, double* state) {
+  for_each_index(p.columns, math::ColumnSums{p, y_true, y_pred, sample_weight, state});
+}
+
+void CpuBackend::update_confusion_matrix(const ConfusionMatrixParams& p, AnyValues y_true, AnyValues y_pred,
+                                         AnyValues sample_weight, double* state) {
+  const Index width = p.num_classes * p.num_classes, chunks = math::histogram_chunks(p.n, width);
+  std::vector<double> partial(static_cast<std::size_t>(chunks * width)), histogram(static_cast<std::size_t>(width));
+  for_each_index(chunks, math::ConfusionChunkHistogram{p, y_true, y_pred, sample_weight, partial.data()});
+  for_each_index(width, math::SumChunks{partial.data(), chunks, width, histogram.data()});
+  elementwise(width, math::AddDoubles{histogram.data(), state});
 }
 
 void CpuBackend::add_doubles(const double* x, double* y, Index n) { elementwise(n, math::AddDoubles{x, y}); }

@@ -89,18 +89,36 @@ void CudaBackend::update_mean_metric(const MeanMetricParams& p, AnyValues y_true
 void CudaBackend::update_threshold_counts(const ThresholdCountParams& p, AnyValues y_true, AnyValues y_pred,
                                           AnyValues sample_weight, double* state) {
   reduce(*this, p.rows * p.classes, math::ThresholdCountTerm{p, y_true, y_pred, sample_weight}, math::SumsPlus{},
-         zeros<3>(), math::AddSums<3>{state}, "update_threshold_counts");
+         zeros<4>(), math::AddSums<4>{state}, "update_threshold_counts");
 }
 
 void CudaBackend::update_auc(const AucParams& p, AnyValues y_true, AnyValues y_pred, AnyValues sample_weight,
                              double* state) {
   const cudaStream_t s = stream();
-  const Index width = 2 * Index{p.num_thresholds}, chunk = math::auc_chunk(p.n), chunks = (p.n + chunk - 1) / chunk;
+  const Index width = math::auc_width(p), chunks = math::histogram_chunks(p.n, width);
   double* partial = static_cast<double*>(workspace(static_cast<std::size_t>((chunks + 1) * width) * sizeof(double)));
   double* histogram = partial + chunks * width;
   for_each(chunks, math::AucChunkHistogram{p, y_true, y_pred, sample_weight, partial}, s, "update_auc");
-  for_each(width, math::AucSumChunks{partial, chunks, width, histogram}, s, "update_auc");
-  for_each(p.num_thresholds, math::AucAccumulate{histogram, p.num_thresholds, state}, s, "update_auc");
+  for_each(width, math::SumChunks{partial, chunks, width, histogram}, s, "update_auc");
+  for_each(p.num_thresholds * math::auc_labels(p),
+           math::AucAccumulate{histogram, p.num_thresholds, math::auc_labels(p), state}, s, "update_auc");
+}
+
+void CudaBackend::update_column_sums(const ColumnSumsParams& p, AnyValues y_true, AnyValues y_pred,
+                                     AnyValues sample_weight, double* state) {
+  for_each(p.columns, math::ColumnSums{p, y_true, y_pred, sample_weight, state}, stream(), "update_column_sums");
+}
+
+void CudaBackend::update_confusion_matrix(const ConfusionMatrixParams& p, AnyValues y_true, AnyValues y_pred,
+                                          AnyValues sample_weight, double* state) {
+  const cudaStream_t s = stream();
+  const Index width = p.num_classes * p.num_classes, chunks = math::histogram_chunks(p.n, width);
+  double* partial = static_cast<double*>(workspace(static_cast<std::size_t>((chunks + 1) * width) * sizeof(double)));
+  double* histogram = partial + chunks * width;
+  for_each(chunks, math::ConfusionChunkHistogram{p, y_true, y_pred, sample_weight, partial}, s,
+           "update_confusion_matrix");
+  for_each(width, math::SumChunks{partial, chunks, width, histogram}, s, "update_confusion_matrix");
+  for_each(width, math::AddDoubles{histogram, state}, s, "update_confusion_matrix");
 }
 
 void CudaBackend::add_doubles(const double* x, double* y, Index n) {

@@ -539,7 +539,7 @@ struct MeanMetricTerm {
   }
 };
 
-// Over elements: {tp, fp, fn} weights of one decision (ThresholdCountParams).
+// Over elements: {tp, fp, tn, fn} weights of one decision (ThresholdCountParams).
 struct ThresholdCountTerm {
   ThresholdCountParams p;
   AnyValues t, y, w;
@@ -555,48 +555,30 @@ struct ThresholdCountTerm {
     }
     return rank < p.top_k ? s : kNegInf;
   }
-  TOWER_HD Sums<3> operator()(Index i) const {
-    if (p.class_id >= 0 && i % p.classes != p.class_id) return {{0.0, 0.0, 0.0}};
+  TOWER_HD Sums<4> operator()(Index i) const {
+    if (p.class_id >= 0 && i % p.classes != p.class_id) return {{0.0, 0.0, 0.0, 0.0}};
     const bool positive = value_at(t, i) != 0, predicted = score(i) > p.threshold;
     const double wi = weight_at(w, p.weight_per_element, p.rows * p.classes / p.examples, i);
-    return {{positive && predicted ? wi : 0.0, !positive && predicted ? wi : 0.0, positive && !predicted ? wi : 0.0}};
+    return {{positive && predicted ? wi : 0.0, !positive && predicted ? wi : 0.0,
+             !positive && !predicted ? wi : 0.0, positive && !predicted ? wi : 0.0}};
   }
 };
 
-// AUC in three deterministic passes. Elements are taken in chunks of auc_chunk(n); pass 1 writes each chunk's
-// positive and negative weights per bucket into partial[chunk][2T], pass 2 adds the chunks of each bucket in order
-// into histogram[2T], pass 3 turns the histogram into the counts at each threshold (reverse cumulative sums).
-TOWER_HD Index auc_chunk(Index n) {
-  const Index spread = (n + 4095) / 4096;
+// Histograms in deterministic passes (AUC's buckets, IoU's confusion matrix): elements are taken in chunks of
+// histogram_chunk(n, width); pass 1 writes each chunk's histogram of `width` bins into partial[chunk][width], pass 2
+// adds the chunks of each bin in order (SumChunks). Chunks are as many as keep partial within 2^22 doubles.
+TOWER_HD Index histogram_chunk(Index n, Index width) {
+  const Index max_chunks = width < (Index{1} << 22) ? (Index{1} << 22) / width : 1;
+  const Index spread = (n + max_chunks - 1) / max_chunks;
   return spread > 256 ? spread : 256;
 }
 
-TOWER_HD Index auc_bucket(AnyValues y, Index i, int num_thresholds, bool from_logits) {
-  float s = static_cast<float>(value_at(y, i));
-  if (from_logits) s = 1.f / (1.f + ::expf(-s));
-  s = s < 0.f ? 0.f : (s > 1.f ? 1.f : s);
-  const Index bucket = static_cast<Index>(::ceilf(s * static_cast<float>(num_thresholds - 1)) - 1.f);
-  return bucket > 0 ? bucket : 0;
+TOWER_HD Index histogram_chunks(Index n, Index width) {
+  const Index chunk = histogram_chunk(n, width);
+  return (n + chunk - 1) / chunk;
 }
 
-struct AucChunkHistogram {
-  AucParams p;
-  AnyValues t, y, w;
-  double* partial;
-  TOWER_HD void operator()(Index c) const {
-    const Index buckets = p.num_thresholds, chunk = auc_chunk(p.n);
-    double* h = partial + c * 2 * buckets;
-    for (Index b = 0; b < 2 * buckets; ++b) h[b] = 0;
-    const Index end = (c + 1) * chunk < p.n ? (c + 1) * chunk : p.n;
-    for (Index i = c * chunk; i < end; ++i) {
-      const Index b = auc_bucket(y, i, p.num_thresholds, p.from_logits);
-      const double wi = weight_at(w, p.weight_per_element, p.n / p.examples, i);
-      h[value_at(t, i) != 0 ? b : buckets + b] += wi;
-    }
-  }
-};
-
-struct AucSumChunks {
+struct SumChunks {
   const double* partial;
   Index chunks, width;
   double* histogram;
@@ -607,25 +589,134 @@ struct AucSumChunks {
   }
 };
 
-// Over thresholds i: tp += the positive weight of buckets >= i, fp += the negative, tn and fn the rest.
+// AUC's histogram: per label, num_thresholds + 1 bins of positive weight then as many of negative weight; bin b + 1
+// holds the scores of bucket b (AucParams), bin 0 those above no threshold.
+TOWER_HD Index auc_labels(const AucParams& p) { return p.multi_label ? p.classes : 1; }
+TOWER_HD Index auc_width(const AucParams& p) { return auc_labels(p) * 2 * (Index{p.num_thresholds} + 1); }
+
+TOWER_HD Index auc_bucket(const AucParams& p, AnyValues y, Index i) {
+  float s = static_cast<float>(value_at(y, i));
+  if (p.from_logits) s = 1.f / (1.f + ::expf(-s));
+  s = s < 0.f ? 0.f : (s > 1.f ? 1.f : s);
+  if (p.num_thresholds == 1) return s > 0.5f ? 0 : -1;
+  const Index bucket = static_cast<Index>(::ceilf(s * static_cast<float>(p.num_thresholds - 1)) - 1.f);
+  return bucket >= 0 || !p.clamp_first ? bucket : 0;
+}
+
+struct AucChunkHistogram {
+  AucParams p;
+  AnyValues t, y, w;
+  double* partial;
+  TOWER_HD void operator()(Index c) const {
+    const Index bins = Index{p.num_thresholds} + 1, width = auc_width(p), chunk = histogram_chunk(p.n, width);
+    double* h = partial + c * width;
+    for (Index b = 0; b < width; ++b) h[b] = 0;
+    const Index end = (c + 1) * chunk < p.n ? (c + 1) * chunk : p.n;
+    for (Index i = c * chunk; i < end; ++i) {
+      const Index column = i % p.classes;
+      if (p.class_id >= 0 && column != p.class_id) continue;
+      double wi = weight_at(w, p.weight_per_element, p.n / p.examples, i);
+      if (p.label_weights.data) wi *= value_at(p.label_weights, column);
+      const Index base = (p.multi_label ? column : 0) * 2 * bins;
+      h[base + (value_at(t, i) != 0 ? 0 : bins) + auc_bucket(p, y, i) + 1] += wi;
+    }
+  }
+};
+
+// Over thresholds i of each label: tp += the positive weight of buckets >= i, fp += the negative, tn and fn the
+// rest.
 struct AucAccumulate {
   const double* histogram;
-  Index buckets;
+  Index buckets, labels;
   double* state;
-  TOWER_HD void operator()(Index i) const {
+  TOWER_HD void operator()(Index j) const {
+    const Index i = j % buckets;
+    const double* h = histogram + (j / buckets) * 2 * (buckets + 1);
     double cum_pos = 0, cum_neg = 0, total_pos = 0, total_neg = 0;
-    for (Index b = buckets - 1; b >= 0; --b) {
-      total_pos += histogram[b];
-      total_neg += histogram[buckets + b];
-      if (b == i) {
+    for (Index b = buckets; b >= 0; --b) {
+      total_pos += h[b];
+      total_neg += h[buckets + 1 + b];
+      if (b == i + 1) {
         cum_pos = total_pos;
         cum_neg = total_neg;
       }
     }
-    state[i] += cum_pos;
-    state[buckets + i] += cum_neg;
-    state[2 * buckets + i] += total_neg - cum_neg;
-    state[3 * buckets + i] += total_pos - cum_pos;
+    const Index size = buckets * labels;
+    state[j] += cum_pos;
+    state[size + j] += cum_neg;
+    state[2 * size + j] += total_neg - cum_neg;
+    state[3 * size + j] += total_pos - cum_pos;
+  }
+};
+
+// Over columns: the four sums of ColumnSumsParams, added into state[k * columns + column].
+struct ColumnSums {
+  ColumnSumsParams p;
+  AnyValues t, y, w;
+  double* state;
+  TOWER_HD bool decided(Index row, Index i) const {
+    const float s = static_cast<float>(value_at(y, i));
+    if (!p.top_of_row) return s > p.threshold;
+    float top = static_cast<float>(value_at(y, row * p.columns));
+    for (Index j = 1; j < p.columns; ++j) {
+      const float o = static_cast<float>(value_at(y, row * p.columns + j));
+      top = o > top ? o : top;
+    }
+    return s >= top && ::fabsf(s) > 1e-9f;
+  }
+  TOWER_HD void operator()(Index column) const {
+    double sum[4] = {0, 0, 0, 0};
+    for (Index r = 0; r < p.rows; ++r) {
+      const Index i = r * p.columns + column;
+      const float wi = static_cast<float>(w.data ? value_at(w, p.weight_per_element ? i : r) : 1.0);
+      const float ti = static_cast<float>(value_at(t, i));
+      if (p.kind == ColumnSumsParams::Kind::fbeta) {
+        const float b = decided(r, i) ? 1.f : 0.f;
+        sum[0] += static_cast<double>(b * ti * wi);
+        sum[1] += static_cast<double>(b * (1.f - ti) * wi);
+        sum[2] += static_cast<double>((1.f - b) * ti * wi);
+        sum[3] += static_cast<double>(ti * wi);
+      } else {
+        const float d = ti - static_cast<float>(value_at(y, i));
+        sum[0] += static_cast<double>(ti * wi);
+        sum[1] += static_cast<double>(ti * ti * wi);
+        sum[2] += static_cast<double>(d * d * wi);
+        sum[3] += static_cast<double>(wi);
+      }
+    }
+    for (int k = 0; k < 4; ++k) state[k * p.columns + column] += sum[k];
+  }
+};
+
+// A position's class as an integer: the label truncated toward zero (a cast, as Keras' int64 conversion) or the
+// first index of the largest of its `classes` values.
+TOWER_HD std::int64_t confusion_class(AnyValues v, bool sparse, Index classes, Index q) {
+  if (!sparse) return static_cast<std::int64_t>(argmax(v, q * classes, classes));
+  const double label = value_at(v, q);
+  return is_finite(label) && ::fabs(label) < 9.0e18 ? static_cast<std::int64_t>(label) : -1;
+}
+
+// Pass 1 of the confusion matrix (ConfusionMatrixParams) over chunks of positions.
+struct ConfusionChunkHistogram {
+  ConfusionMatrixParams p;
+  AnyValues t, y, w;
+  double* partial;
+  TOWER_HD void operator()(Index c) const {
+    const Index width = p.num_classes * p.num_classes, chunk = histogram_chunk(p.n, width);
+    double* h = partial + c * width;
+    for (Index b = 0; b < width; ++b) h[b] = 0;
+    const Index end = (c + 1) * chunk < p.n ? (c + 1) * chunk : p.n;
+    for (Index q = c * chunk; q < end; ++q) {
+      const std::int64_t truth = confusion_class(t, p.sparse_y_true || p.binary_threshold, p.classes, q);
+      const std::int64_t predicted =
+          p.binary_threshold ? (static_cast<float>(value_at(y, q)) >= p.threshold ? 1 : 0)
+                             : confusion_class(y, p.sparse_y_pred, p.classes, q);
+      if (p.has_ignore_class && truth == p.ignore_class) continue;
+      if (truth < 0 || truth >= p.num_classes || predicted < 0 || predicted >= p.num_classes) continue;
+      // Keras' IoU keeps an int64 matrix: weights are truncated to whole numbers.
+      const double wq = weight_at(w, p.weight_per_element, p.n / p.examples, q);
+      h[truth * p.num_classes + predicted] += static_cast<double>(static_cast<std::int64_t>(wq));
+    }
   }
 };
 
