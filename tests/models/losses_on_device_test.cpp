@@ -148,7 +148,8 @@ TEST(LossesOnTheGpu, FindInvalidClassMatchesTheCpu_CUDA) {
   const auto first_invalid = [](const Tensor& labels, Device device) {
     const Tensor on = labels.to(device);
     Tensor first(Shape{1}, DType::int64, device);
-    backend::get(device).find_invalid_class({on.raw_data(), on.dtype()}, on.numel(), 3, first.data<std::int64_t>());
+    backend::get(device).find_invalid_class({on.raw_data(), on.dtype()}, on.numel(), 3,
+                                            backend::LossParams{}.ignore_class, first.data<std::int64_t>());
     return first.to(Device::cpu()).data<std::int64_t>()[0];
   };
   const Tensor labels[] = {Tensor::from_vector(std::vector<std::int32_t>{0, 1, 2, 2, 7, 1, -1}, {7}),
