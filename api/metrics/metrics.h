@@ -3,6 +3,8 @@
 // by name.
 #include "api/metrics/accuracy_metrics.h"
 #include "api/metrics/confusion_metrics.h"
+#include "api/metrics/hinge_metrics.h"
 #include "api/metrics/mean.h"
 #include "api/metrics/metric.h"
+#include "api/metrics/probabilistic_metrics.h"
 #include "api/metrics/regression_metrics.h"

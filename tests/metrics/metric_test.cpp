@@ -39,6 +39,15 @@ std::vector<metrics::MetricPtr> every_metric() {
       metrics::AUC({.num_thresholds = 50, .curve = "pr", .summation_method = "Majoring", .from_logits = true}),
       metrics::MeanSquaredError(),
       metrics::MeanAbsoluteError(),
+      metrics::Hinge(),
+      metrics::SquaredHinge({.name = "sq"}),
+      metrics::CategoricalHinge(),
+      metrics::Poisson(),
+      metrics::KLDivergence(),
+      metrics::LogCoshError(),
+      metrics::MeanAbsolutePercentageError(),
+      metrics::MeanSquaredLogarithmicError(),
+      metrics::CosineSimilarity({.axis = 1}),
   };
 }
 
@@ -55,6 +64,15 @@ TEST(MetricApi, DefaultNamesAreKeras) {
   EXPECT_EQ(metrics::AUC()->name(), "auc");
   EXPECT_EQ(metrics::MeanSquaredError()->name(), "mean_squared_error");
   EXPECT_EQ(metrics::MeanAbsoluteError()->name(), "mean_absolute_error");
+  EXPECT_EQ(metrics::Hinge()->name(), "hinge");
+  EXPECT_EQ(metrics::SquaredHinge()->name(), "squared_hinge");
+  EXPECT_EQ(metrics::CategoricalHinge()->name(), "categorical_hinge");
+  EXPECT_EQ(metrics::Poisson()->name(), "poisson");
+  EXPECT_EQ(metrics::KLDivergence()->name(), "kl_divergence");
+  EXPECT_EQ(metrics::LogCoshError()->name(), "logcosh");
+  EXPECT_EQ(metrics::MeanAbsolutePercentageError()->name(), "mean_absolute_percentage_error");
+  EXPECT_EQ(metrics::MeanSquaredLogarithmicError()->name(), "mean_squared_logarithmic_error");
+  EXPECT_EQ(metrics::CosineSimilarity()->name(), "cosine_similarity");
   EXPECT_EQ(metrics::TopKCategoricalAccuracy()->options().k, 5);
   EXPECT_EQ(metrics::AUC()->options().num_thresholds, 200);
   const metrics::MetricPtr p = metrics::SparseCategoricalAccuracy();

@@ -25,6 +25,9 @@ import keras  # noqa: E402
 CLASSES = ["AUC", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanAbsoluteError",
            "MeanSquaredError", "Precision", "Recall", "SparseCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
            "TopKCategoricalAccuracy"]
+# The means of losses' values.
+CLASSES += ["CategoricalHinge", "CosineSimilarity", "Hinge", "KLDivergence", "LogCoshError",
+            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Poisson", "SquaredHinge"]
 
 
 def main():
