@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <variant>
@@ -342,15 +343,28 @@ struct AnyValues {
 };
 
 enum class LossKind { mean_squared_error, mean_absolute_error, huber, kl_divergence, binary_crossentropy,
-                      categorical_crossentropy, sparse_categorical_crossentropy };
+                      categorical_crossentropy, sparse_categorical_crossentropy, hinge, squared_hinge,
+                      categorical_hinge, log_cosh, poisson, mean_squared_logarithmic_error,
+                      mean_absolute_percentage_error, cosine_similarity, binary_focal_crossentropy,
+                      categorical_focal_crossentropy, dice, tversky };
 
 // One of Keras' losses, with the formulas, clipping and gradients that api/losses/<loss>.h documents. The
-// sparse kind reads one class index per row of y_pred; the others read y_true of y_pred's size.
+// sparse kind reads one class index per row of y_pred; the others read y_true of y_pred's size. Some kinds first
+// reduce the whole batch (hinge's and squared hinge's "are all labels 0 or 1", ignore_class's count of kept rows,
+// dice's and tversky's sums with over_batch), so their values depend on every row given in one call.
 struct LossParams {
   LossKind kind = LossKind::mean_squared_error;
   bool from_logits = false;    // the crossentropies
-  double label_smoothing = 0;  // binary and categorical crossentropy: the float32 value Keras computes with
+  double label_smoothing = 0;  // the crossentropies: the float32 value Keras computes with
   double delta = 1;            // huber: the float32 value
+  double alpha = 0.25;         // the focal crossentropies, tversky (false positives' weight): the float32 value
+  double beta = 0.5;           // tversky: false negatives' weight, the float32 value
+  double gamma = 2;            // the focal crossentropies: the float32 value
+  bool apply_class_balancing = false;  // binary focal crossentropy
+  // sparse categorical crossentropy: rows labelled ignore_class have loss 0 and the others are weighted
+  // rows / kept rows (Keras' mask); NaN for none.
+  double ignore_class = std::numeric_limits<double>::quiet_NaN();
+  bool over_batch = false;  // dice, tversky: one value for the whole batch (Keras' axis=None), given to every row
 };
 
 // Per-example weights of a batch of `examples` (the training loop's sample_weight times class_weight):
@@ -663,16 +677,18 @@ class Backend {
   //   loss_backward_through_softmax  the same with respect to the logits of probs = softmax(logits):
   //                                  scale[r] (probs * sum_j t_j - t), t the (smoothed or one-hot) targets; another
   //                                  kind than the crossentropies throws std::logic_error
-  // A sparse label that is not a class index gives its row a NaN loss and NaN gradient (find_invalid_class finds
-  // one).
+  // A sparse label that is not a class index (nor ignore_class) gives its row a NaN loss and NaN gradient
+  // (find_invalid_class finds one).
   virtual void loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
                             Index rows, Index cols) = 0;
   virtual void loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
                              float* grad, Index rows, Index cols) = 0;
   virtual void loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
                                              const float* scale, float* grad_logits, Index rows, Index cols) = 0;
-  // *first = the smallest i < n whose label is not a whole number in [0, classes), or n when every one is.
-  virtual void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) = 0;
+  // *first = the smallest i < n whose label is neither a whole number in [0, classes) nor equal to ignore_class
+  // (NaN: none), or n when every one is.
+  virtual void find_invalid_class(AnyValues labels, Index n, Index classes, double ignore_class,
+                                  std::int64_t* first) = 0;
   // weights[e] for every example, as ExampleWeightParams defines.
   virtual void example_weights(const ExampleWeightParams& p, double* weights) = 0;
   // scale[i] = float(k * weights[i / per]) for i < n: the loss gradient's scale for n values, per per example.

@@ -58,6 +58,21 @@ Registry<LossPtr>& registry() {
     r.add("MeanSquaredError", &MeanSquaredErrorImpl::from_config, {"mean_squared_error", "mse", "MSE"});
     r.add("SparseCategoricalCrossentropy", &SparseCategoricalCrossentropyImpl::from_config,
           {"sparse_categorical_crossentropy"});
+    r.add("BinaryFocalCrossentropy", &BinaryFocalCrossentropyImpl::from_config, {"binary_focal_crossentropy"});
+    r.add("CategoricalFocalCrossentropy", &CategoricalFocalCrossentropyImpl::from_config,
+          {"categorical_focal_crossentropy"});
+    r.add("CategoricalHinge", &CategoricalHingeImpl::from_config, {"categorical_hinge"});
+    r.add("CosineSimilarity", &CosineSimilarityImpl::from_config, {"cosine_similarity"});
+    r.add("Dice", &DiceImpl::from_config, {"dice"});
+    r.add("Hinge", &HingeImpl::from_config, {"hinge"});
+    r.add("LogCosh", &LogCoshImpl::from_config, {"log_cosh"});
+    r.add("MeanAbsolutePercentageError", &MeanAbsolutePercentageErrorImpl::from_config,
+          {"mean_absolute_percentage_error", "mape", "MAPE"});
+    r.add("MeanSquaredLogarithmicError", &MeanSquaredLogarithmicErrorImpl::from_config,
+          {"mean_squared_logarithmic_error", "msle", "MSLE"});
+    r.add("Poisson", &PoissonImpl::from_config, {"poisson"});
+    r.add("SquaredHinge", &SquaredHingeImpl::from_config, {"squared_hinge"});
+    r.add("Tversky", &TverskyImpl::from_config, {"tversky"});
     return true;
   }();
   (void)populated;
@@ -77,19 +92,21 @@ backend::AnyValues any_values(const Tensor& t) {
   return {t.raw_data(), t.dtype()};
 }
 
-void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who) {
+void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who, double ignore_class) {
   if (labels.dtype() != DType::float32 && labels.dtype() != DType::int32 && labels.dtype() != DType::int64)
     throw std::invalid_argument(who + ": labels must be int32, int64 or float32, got " + dtype_name(labels.dtype()));
   // On a GPU the check would stop the step to read the labels back; there a bad label gives NaN instead.
   if (!labels.device().is_cpu()) return;
   std::int64_t first = 0;
   const backend::AnyValues values = any_values(labels);
-  backend::get(labels.device()).find_invalid_class(values, labels.numel(), num_classes, &first);
+  backend::get(labels.device()).find_invalid_class(values, labels.numel(), num_classes, ignore_class, &first);
   if (first == labels.numel()) return;
   const double v = backend::math::value_at(values, first);
   throw std::invalid_argument(who + ": label " + format_number(v) + " at index " + std::to_string(first) +
                               " is not a class index in [0, " + std::to_string(num_classes) + ") for " +
-                              std::to_string(num_classes) + " classes");
+                              std::to_string(num_classes) + " classes" +
+                              (std::isnan(ignore_class) ? std::string() : " (nor ignore_class " +
+                                                                              format_number(ignore_class) + ")"));
 }
 
 bool same_up_to_trailing_one(const Shape& a, const Shape& b) {
@@ -127,6 +144,14 @@ void check_sparse_shapes(const std::string& who, const Shape& y_true, const Shap
   const bool fits = shapes_match(y_true, expected) ||
                     (y_true.rank() == y_pred.rank() && y_true[-1] == 1 && shapes_match(drop_last(y_true), expected));
   if (!fits) shape_error(who, y_true, y_pred, "class indices of shape " + expected.to_string());
+}
+
+void check_focal_arguments(const std::string& who, double alpha, double gamma, double label_smoothing) {
+  if (!(gamma >= 0)) throw std::invalid_argument(who + ": gamma must be >= 0, got " + format_number(gamma));
+  if (!(alpha >= 0 && alpha <= 1))
+    throw std::invalid_argument(who + ": alpha must be in [0, 1], got " + format_number(alpha));
+  if (!(label_smoothing >= 0 && label_smoothing <= 1))
+    throw std::invalid_argument(who + ": label_smoothing must be in [0, 1], got " + format_number(label_smoothing));
 }
 
 void require_float32(const Tensor& t, const std::string& who, const std::string& what) {
@@ -182,7 +207,7 @@ void BackendLoss::check_host_targets(const Tensor& y_true, const Shape& y_pred) 
   if (params().kind != backend::LossKind::sparse_categorical_crossentropy || !y_true.device().is_cpu()) return;
   check_shapes(y_true.shape(), y_pred);
   const Index rows = per_example_shape(y_pred).numel();
-  check_class_labels(y_true, y_pred.numel() / std::max<Index>(rows, 1), name());
+  check_class_labels(y_true, y_pred.numel() / std::max<Index>(rows, 1), name(), params().ignore_class);
 }
 
 Tensor BackendLoss::labels_for(const Tensor& y_true, const Tensor& y_pred, Index& rows, Index& cols) const {
@@ -191,7 +216,8 @@ Tensor BackendLoss::labels_for(const Tensor& y_true, const Tensor& y_pred, Index
   rows = per_example_shape(y_pred.shape()).numel();
   cols = y_pred.numel() / std::max<Index>(rows, 1);
   Tensor labels = y_true.to(y_pred.device());
-  if (params().kind == backend::LossKind::sparse_categorical_crossentropy) check_class_labels(labels, cols, name());
+  if (params().kind == backend::LossKind::sparse_categorical_crossentropy)
+    check_class_labels(labels, cols, name(), params().ignore_class);
   return labels;
 }
 

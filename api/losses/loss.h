@@ -18,6 +18,7 @@
 // stop the step to read them back: there a bad label makes its example's loss and gradient NaN, as TensorFlow's
 // GPU kernels do, which TerminateOnNaN and the logs show.
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,8 +75,11 @@ using LossPtr = std::shared_ptr<Loss>;
 
 // From {"class_name", "config"} or a Keras name: a class name ("SparseCategoricalCrossentropy") or a function
 // name or alias ("sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy"/"bce",
-// "mean_squared_error"/"mse", "mean_absolute_error"/"mae", "huber", "kl_divergence"/"kld"). Throws ConfigError
-// for an unknown name (listing the known ones) or a bad argument (naming the loss and the key).
+// "mean_squared_error"/"mse", "mean_absolute_error"/"mae", "huber", "kl_divergence"/"kld", "hinge",
+// "squared_hinge", "categorical_hinge", "log_cosh", "poisson", "mean_squared_logarithmic_error"/"msle",
+// "mean_absolute_percentage_error"/"mape", "cosine_similarity", "binary_focal_crossentropy",
+// "categorical_focal_crossentropy", "dice", "tversky"). Throws ConfigError for an unknown name (listing the known
+// ones) or a bad argument (naming the loss and the key).
 LossPtr loss_from_config(const Config& c);
 // The class names loss_from_config knows.
 std::vector<std::string> loss_types();
@@ -126,10 +130,12 @@ class BackendLoss : public Loss {
 // A tensor's memory as a backend op reads it (absent for an undefined tensor).
 backend::AnyValues any_values(const Tensor& t);
 
-// Sparse labels (int32, int64 or whole-number float32) for num_classes classes. Throws std::invalid_argument naming
-// `who` for another dtype and, for labels on the CPU, for the first negative, out-of-range or non-integer label
-// (its value, flat index and the class count). Labels on a GPU are not read back (see above).
-void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who);
+// Sparse labels (int32, int64 or whole-number float32) for num_classes classes, labels equal to ignore_class (NaN:
+// none) allowed too. Throws std::invalid_argument naming `who` for another dtype and, for labels on the CPU, for the
+// first negative, out-of-range or non-integer label (its value, flat index, the class count and ignore_class).
+// Labels on a GPU are not read back (see above).
+void check_class_labels(const Tensor& labels, Index num_classes, const std::string& who,
+                        double ignore_class = std::numeric_limits<double>::quiet_NaN());
 
 // y_true fits y_pred as Keras' squeeze_or_expand_to_same_rank lets it: equal shapes, or equal up to one trailing
 // axis of 1 on either side. Unknown dimensions (-1) match any.
@@ -142,6 +148,10 @@ bool same_up_to_trailing_one(const Shape& a, const Shape& b);
 void check_matching_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
 void check_categorical_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
 void check_sparse_shapes(const std::string& who, const Shape& y_true, const Shape& y_pred);
+
+// The focal crossentropies' arguments: throws std::invalid_argument naming `who` and the value for gamma < 0, alpha
+// outside [0, 1] or label_smoothing outside [0, 1] (NaN included).
+void check_focal_arguments(const std::string& who, double alpha, double gamma, double label_smoothing);
 
 // Throws std::invalid_argument("<who>: <what> must be float32, got ...") for another dtype.
 void require_float32(const Tensor& t, const std::string& who, const std::string& what);

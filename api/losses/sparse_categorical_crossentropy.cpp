@@ -5,7 +5,7 @@
 namespace tower::losses {
 
 namespace {
-const Config::Map kFixed = {{"reduction", "sum_over_batch_size"}, {"ignore_class", Config()}};
+const Config::Map kFixed = {{"reduction", "sum_over_batch_size"}};
 }  // namespace
 
 SparseCategoricalCrossentropyImpl::SparseCategoricalCrossentropyImpl(Options options)
@@ -31,7 +31,10 @@ void SparseCategoricalCrossentropyImpl::check_shapes(const Shape& y_true, const 
 }
 
 backend::LossParams SparseCategoricalCrossentropyImpl::params() const {
-  return {.kind = backend::LossKind::sparse_categorical_crossentropy, .from_logits = options_.from_logits};
+  backend::LossParams p{.kind = backend::LossKind::sparse_categorical_crossentropy,
+                        .from_logits = options_.from_logits};
+  if (options_.ignore_class) p.ignore_class = static_cast<double>(*options_.ignore_class);
+  return p;
 }
 
 }  // namespace tower::losses

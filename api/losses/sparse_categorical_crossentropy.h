@@ -12,18 +12,29 @@
 // so it differs from backward followed by the softmax's backward only where a probability is clipped.
 //
 // A negative, out-of-range or non-integer label on the CPU throws std::invalid_argument naming the label, its flat
-// index and the class count (on a GPU its example's loss is NaN: loss.h). Keras' ignore_class is not supported:
-// the training loop owns the reduction, which ignore_class changes (a config with "ignore_class" other than null
-// throws ConfigError).
+// index and the class count (on a GPU its example's loss is NaN: loss.h).
+//
+// ignore_class (Keras' "void" class, e.g. -1 or 255): a value labelled with it has per_example 0 and no gradient, and
+// Keras leaves it out of the mean (its mask weighs the kept values total / kept). Since the training loop divides by
+// every value, the kept ones carry that weight here: per_example = (values / kept values of the call) * loss, so the
+// loop's sum_over_batch_size is Keras' mean over the kept values (weighted as Keras weighs them; under a strategy,
+// each replica's kept values, as each replica's call is in Keras). A label equal to ignore_class is valid whatever
+// its range; other labels must be class indices. With an output mask too, the two weightings multiply, where Keras
+// combines the masks first.
+#include <cstdint>
+#include <optional>
+
 #include "api/losses/loss.h"
 
 namespace tower::losses {
 
 struct SparseCategoricalCrossentropyOptions {
   bool from_logits = false;
+  std::optional<std::int64_t> ignore_class;
   std::string name = "sparse_categorical_crossentropy";
   template <class V> void visit(V&& v) {
     v("from_logits", from_logits);
+    v("ignore_class", ignore_class);
     v("name", name);
   }
 };

@@ -54,6 +54,17 @@ Registry<MetricPtr>& registry() {
     r.add("TopKCategoricalAccuracy", &TopKCategoricalAccuracyImpl::from_config, {"top_k_categorical_accuracy"});
     r.add("TrueNegatives", &TrueNegativesImpl::from_config, {"true_negatives"});
     r.add("TruePositives", &TruePositivesImpl::from_config, {"true_positives"});
+    r.add("CategoricalHinge", &CategoricalHingeImpl::from_config, {"categorical_hinge"});
+    r.add("CosineSimilarity", &CosineSimilarityImpl::from_config, {"cosine_similarity"});
+    r.add("Hinge", &HingeImpl::from_config, {"hinge"});
+    r.add("KLDivergence", &KLDivergenceImpl::from_config, {"kl_divergence"});
+    r.add("LogCoshError", &LogCoshErrorImpl::from_config, {"log_cosh_error"});
+    r.add("MeanAbsolutePercentageError", &MeanAbsolutePercentageErrorImpl::from_config,
+          {"mean_absolute_percentage_error", "mape", "MAPE"});
+    r.add("MeanSquaredLogarithmicError", &MeanSquaredLogarithmicErrorImpl::from_config,
+          {"mean_squared_logarithmic_error", "msle", "MSLE"});
+    r.add("Poisson", &PoissonImpl::from_config, {"poisson"});
+    r.add("SquaredHinge", &SquaredHingeImpl::from_config, {"squared_hinge"});
     return true;
   }();
   (void)populated;
@@ -92,6 +103,15 @@ Direction Metric::direction() const {
       {"TopKCategoricalAccuracy", Direction::up},
       {"TrueNegatives", Direction::unknown},
       {"TruePositives", Direction::unknown},
+      {"CategoricalHinge", Direction::down},
+      {"CosineSimilarity", Direction::up},
+      {"Hinge", Direction::down},
+      {"KLDivergence", Direction::down},
+      {"LogCoshError", Direction::down},
+      {"MeanAbsolutePercentageError", Direction::down},
+      {"MeanSquaredLogarithmicError", Direction::down},
+      {"Poisson", Direction::down},
+      {"SquaredHinge", Direction::down},
   };
   const auto it = directions.find(type());
   return it == directions.end() ? Direction::unknown : it->second;

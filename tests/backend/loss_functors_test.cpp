@@ -1,12 +1,14 @@
 // The CPU backend's losses-and-metrics ops (backend.h, "losses and metrics"; the functors of math/losses.h the GPU
-// runs too) against naive scalar references written from Keras' definitions, on odd sizes: every loss forward,
-// backward and fused softmax gradient, the invalid-label rules, the training loop's weights, scale and sums, the
-// regularizer penalty and gradient, and every metric accumulation (mean metrics, threshold counts, AUC).
+// runs too) against naive scalar references written from Keras' definitions, on odd sizes: the crossentropies',
+// MSE's, MAE's, Huber's and KLD's forward, backward and fused softmax gradient (the other losses are checked against
+// Keras and central differences in tests/losses), the invalid-label rules, the training loop's weights, scale and
+// sums, the regularizer penalty and gradient, and every metric accumulation (mean metrics, threshold counts, AUC).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 }
 
 constexpr double kEps = 1e-7f, kOneMinusEps = 1.0f - 1e-7f;
+constexpr double kNoIgnoredClass = std::numeric_limits<double>::quiet_NaN();
 double clip(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
 
 // ---- losses ------------------------------------------------------------------------------------------------
@@ -298,14 +301,14 @@ TEST(LossFunctors, AnInvalidSparseLabelGivesItsRowNaNAndIsFound) {
     }
   }
   std::int64_t first = -1;
-  cpu().find_invalid_class(values(labels), rows, cols, &first);
+  cpu().find_invalid_class(values(labels), rows, cols, kNoIgnoredClass, &first);
   EXPECT_EQ(first, 1);
   const std::vector<std::int32_t> negative = {0, 1, 2, 2, -1, 7};
-  cpu().find_invalid_class(values(negative), 6, cols, &first);
+  cpu().find_invalid_class(values(negative), 6, cols, kNoIgnoredClass, &first);
   EXPECT_EQ(first, 4);
-  cpu().find_invalid_class(values(negative), 4, cols, &first);
+  cpu().find_invalid_class(values(negative), 4, cols, kNoIgnoredClass, &first);
   EXPECT_EQ(first, 4) << "all valid: n";
-  cpu().find_invalid_class(values(negative), 0, cols, &first);
+  cpu().find_invalid_class(values(negative), 0, cols, kNoIgnoredClass, &first);
   EXPECT_EQ(first, 0) << "no labels: n = 0";
 }
 

@@ -1,4 +1,5 @@
-// Every loss's backward against central finite differences of L = sum(scale * per_example) (scale fixed random),
+// Every loss's backward against central finite differences of L = sum(scale * per_example) (scale fixed random, so the
+// losses whose rows decide together, over-batch Dice and Tversky, ignore_class, are checked with unequal scales),
 // one table of cases in the spirit of ggml's test-backend-ops; and the fused softmax gradient of the crossentropies
 // against the softmax's backward applied to their unfused gradient.
 #include <gtest/gtest.h>
@@ -54,10 +55,20 @@ Tensor offset_from(const Tensor& y_true, std::uint64_t seed, const std::vector<d
   return Tensor::from_vector(t, y_true.shape());
 }
 
+// Predictions whose magnitude keeps at least 0.05 from 1, where a hinge with labels -1 / 1 has its kink.
+Tensor hinge_predictions(const Shape& shape, std::uint64_t seed) {
+  std::vector<float> v = random_tensor(shape, seed, -2.f, 2.f).to_vector();
+  for (float& x : v)
+    if (std::abs(std::abs(x) - 1.f) < 0.05f || std::abs(x) < 0.05f) x = x < 0 ? -1.5f : 1.5f;
+  return Tensor::from_vector(v, shape);
+}
+
 std::vector<GradCase> cases() {
   const Tensor sparse = labels({0, 2, 1, 2, 0}, {5});
   const Tensor dense_labels = one_hot({0, 2, 1, 2, 0}, 3);
   const Tensor binary = Tensor::from_vector(std::vector<float>{1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0}, {4, 3});
+  const Tensor signed_binary =
+      Tensor::from_vector(std::vector<float>{1, -1, 1, -1, -1, 1, 1, 1, -1, -1, 1, -1}, {4, 3});
   const Tensor regress = random_tensor({4, 3}, 7, -1.f, 1.f);
   // Probabilities in [0.1, 1): away from the 1e-7 clipping and from log's steep region.
   const Tensor probs = random_tensor({5, 3}, 1, 0.1f, 1.f);
@@ -88,6 +99,44 @@ std::vector<GradCase> cases() {
       {"Huber_delta_0_5", R"({"class_name": "Huber", "config": {"delta": 0.5}})", regress,
        offset_from(regress, 17, {0.0, 0.5})},
       {"KLD", R"("kld")", random_tensor({4, 3}, 18, 0.f, 1.f), random_tensor({4, 3}, 19, 0.1f, 1.f)},
+      {"SCCE_ignore_class", R"({"class_name": "SparseCategoricalCrossentropy", "config": {"ignore_class": -1}})",
+       labels({0, -1, 1, 2, -1}, {5}), probs},
+      {"SCCE_logits_ignore_class",
+       R"({"class_name": "SparseCategoricalCrossentropy", "config": {"from_logits": true, "ignore_class": 1}})",
+       sparse, random_tensor({5, 3}, 30, -3.f, 3.f)},
+      // Margins 1 - t p stay at least 0.05 from 0 (the kink): |p| within [0.05, 0.95] or [1.05, 2].
+      {"Hinge", R"("hinge")", binary, hinge_predictions({4, 3}, 31)},
+      {"Hinge_signed_labels", R"("hinge")", signed_binary, hinge_predictions({4, 3}, 32)},
+      {"SquaredHinge", R"("squared_hinge")", binary, random_tensor({4, 3}, 33, -2.f, 2.f)},
+      {"CategoricalHinge", R"("categorical_hinge")", dense_labels, random_tensor({5, 3}, 34, -1.f, 1.f)},
+      {"LogCosh", R"("log_cosh")", regress, random_tensor({4, 3}, 35, -3.f, 3.f)},
+      {"Poisson", R"("poisson")", random_tensor({4, 3}, 36, 0.f, 4.f), random_tensor({4, 3}, 37, 0.2f, 3.f)},
+      {"MSLE", R"("msle")", random_tensor({4, 3}, 38, 0.f, 3.f), random_tensor({4, 3}, 39, 0.1f, 3.f)},
+      {"MAPE", R"("mape")", regress, offset_from(regress, 40, {0.0})},
+      {"CosineSimilarity", R"("cosine_similarity")", regress, random_tensor({4, 3}, 41)},
+      {"CosineSimilarity_rank3", R"("cosine_similarity")", random_tensor({2, 3, 4}, 42), random_tensor({2, 3, 4}, 43)},
+      {"BinaryFocal", R"("binary_focal_crossentropy")", binary, random_tensor({4, 3}, 44, 0.1f, 0.9f)},
+      {"BinaryFocal_balanced_smoothed",
+       R"({"class_name": "BinaryFocalCrossentropy", "config": {"apply_class_balancing": true, "alpha": 0.3,
+           "gamma": 1.5, "label_smoothing": 0.2}})",
+       binary, random_tensor({4, 3}, 45, 0.1f, 0.9f)},
+      {"BinaryFocal_logits", R"({"class_name": "BinaryFocalCrossentropy", "config": {"from_logits": true}})", binary,
+       random_tensor({4, 3}, 46, -4.f, 4.f)},
+      {"CategoricalFocal", R"("categorical_focal_crossentropy")", dense_labels, probs},
+      {"CategoricalFocal_smoothed",
+       R"({"class_name": "CategoricalFocalCrossentropy", "config": {"gamma": 3.0, "label_smoothing": 0.2}})",
+       dense_labels, probs},
+      {"CategoricalFocal_logits",
+       R"({"class_name": "CategoricalFocalCrossentropy", "config": {"from_logits": true, "alpha": 0.7}})",
+       dense_labels, random_tensor({5, 3}, 47, -3.f, 3.f)},
+      {"Dice_over_the_batch", R"("dice")", binary, random_tensor({4, 3}, 48, 0.f, 1.f)},
+      {"Dice_per_example", R"({"class_name": "Dice", "config": {"axis": [1, 2]}})",
+       Tensor::from_vector(std::vector<float>{1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 1, 0}, {2, 3, 2}),
+       random_tensor({2, 3, 2}, 49, 0.f, 1.f)},
+      {"Tversky_over_the_batch", R"({"class_name": "Tversky", "config": {"alpha": 0.7, "beta": 0.2}})", binary,
+       random_tensor({4, 3}, 50, 0.f, 1.f)},
+      {"Tversky_per_example", R"({"class_name": "Tversky", "config": {"alpha": 0.3, "axis": [-1]}})", binary,
+       random_tensor({4, 3}, 51, 0.f, 1.f)},
   };
 }
 
@@ -153,6 +202,7 @@ TEST(LossGradient, FusedSoftmaxMatchesSoftmaxBackwardOfUnfusedGradient) {
   };
   const std::vector<Fused> fused = {
       {"SCCE", losses::SparseCategoricalCrossentropy(), sparse},
+      {"SCCE_ignore_class", losses::SparseCategoricalCrossentropy({.ignore_class = 3}), sparse},
       {"CCE", losses::CategoricalCrossentropy(), dense},
       {"CCE_label_smoothing", losses::CategoricalCrossentropy({.label_smoothing = 0.1}), dense},
       {"CCE_soft_labels", losses::CategoricalCrossentropy(), distributions(shape, 22)},

@@ -51,12 +51,63 @@ TEST(LossApi, HandlesTakeOptionsAndConvertToLossPtr) {
   EXPECT_EQ(losses::BinaryCrossentropy()->name(), "binary_crossentropy");
   EXPECT_EQ(losses::MeanSquaredError()->name(), "mean_squared_error");
   EXPECT_EQ(losses::MeanAbsoluteError()->name(), "mean_absolute_error");
+  EXPECT_EQ(losses::BinaryFocalCrossentropy()->name(), "binary_focal_crossentropy");
+  EXPECT_EQ(losses::CategoricalFocalCrossentropy()->name(), "categorical_focal_crossentropy");
+  EXPECT_EQ(losses::Hinge()->name(), "hinge");
+  EXPECT_EQ(losses::SquaredHinge()->name(), "squared_hinge");
+  EXPECT_EQ(losses::CategoricalHinge()->name(), "categorical_hinge");
+  EXPECT_EQ(losses::LogCosh()->name(), "log_cosh");
+  EXPECT_EQ(losses::Poisson()->name(), "poisson");
+  EXPECT_EQ(losses::MeanSquaredLogarithmicError()->name(), "mean_squared_logarithmic_error");
+  EXPECT_EQ(losses::MeanAbsolutePercentageError()->name(), "mean_absolute_percentage_error");
+  EXPECT_EQ(losses::CosineSimilarity()->name(), "cosine_similarity");
+  EXPECT_EQ(losses::Dice()->name(), "dice");
+  EXPECT_EQ(losses::Tversky()->name(), "tversky");
+  EXPECT_DOUBLE_EQ(losses::BinaryFocalCrossentropy()->options().alpha, 0.25);
+  EXPECT_DOUBLE_EQ(losses::CategoricalFocalCrossentropy()->options().gamma, 2.0);
+  EXPECT_DOUBLE_EQ(losses::Tversky()->options().beta, 0.5);
+  EXPECT_FALSE(losses::Dice()->options().axis.has_value());
 }
 
 TEST(LossApi, InvalidOptionsThrow) {
   expect_invalid_argument([] { losses::CategoricalCrossentropy({.label_smoothing = 1.5}); }, {"label_smoothing"});
   expect_invalid_argument([] { losses::BinaryCrossentropy({.label_smoothing = -0.1}); }, {"label_smoothing"});
   expect_invalid_argument([] { losses::Huber({.delta = -1}); }, {"delta"});
+}
+
+// Keras' ranges for the focal losses' arguments (gamma >= 0, alpha and label_smoothing in [0, 1]): the loss's name
+// and the value given.
+TEST(LossApi, FocalArgumentsOutsideKerasRangesThrow) {
+  expect_invalid_argument([] { losses::BinaryFocalCrossentropy({.gamma = -0.5}); },
+                          {"binary_focal_crossentropy", "gamma", "-0.5"});
+  expect_invalid_argument([] { losses::BinaryFocalCrossentropy({.alpha = 1.25, .name = "focal_head"}); },
+                          {"focal_head", "alpha", "1.25"});
+  expect_invalid_argument([] { losses::BinaryFocalCrossentropy({.alpha = -0.1}); }, {"alpha", "-0.1"});
+  expect_invalid_argument([] { losses::BinaryFocalCrossentropy({.label_smoothing = 2}); }, {"label_smoothing", "2"});
+  expect_invalid_argument([] { losses::CategoricalFocalCrossentropy({.gamma = -1}); },
+                          {"categorical_focal_crossentropy", "gamma", "-1"});
+  expect_invalid_argument([] { losses::CategoricalFocalCrossentropy({.alpha = 3}); }, {"alpha", "3"});
+  expect_invalid_argument(
+      [] {
+        losses::loss_from_config(Config::parse_json(R"({"class_name": "BinaryFocalCrossentropy",
+            "config": {"gamma": -2.0}})"));
+      },
+      {"binary_focal_crossentropy", "gamma", "-2"});
+  EXPECT_NO_THROW(losses::BinaryFocalCrossentropy({.alpha = 0, .gamma = 0}));
+  EXPECT_NO_THROW(losses::CategoricalFocalCrossentropy({.alpha = 1, .gamma = 0}));
+}
+
+// Axes other than the ones Tower reduces: the loss's name, the axes and the shape.
+TEST(LossApi, UnsupportedAxesThrow) {
+  expect_invalid_argument([] { losses::CosineSimilarity({.axis = 1})->per_example_shape({4, 3, 2}); },
+                          {"cosine_similarity", "axis 1", "(4, 3, 2)"});
+  EXPECT_EQ(losses::CosineSimilarity({.axis = 2})->per_example_shape({4, 3, 2}), (Shape{4, 3}));
+  expect_invalid_argument([] { losses::Dice({.axis = std::vector<int>{1}})->per_example_shape({4, 3, 2}); },
+                          {"dice", "axis (1)", "(4, 3, 2)"});
+  expect_invalid_argument([] { losses::Tversky({.axis = std::vector<int>{0, 1}})->per_example_shape({4, 3}); },
+                          {"tversky", "axis (0, 1)"});
+  EXPECT_EQ(losses::Dice({.axis = std::vector<int>{2, -2}})->per_example_shape({4, 3, 2}), (Shape{4}));
+  EXPECT_EQ(losses::Dice()->per_example_shape({4, 3, 2}), (Shape{4}));
 }
 
 TEST(LossApi, KerasNamesAndAliases) {
@@ -75,6 +126,21 @@ TEST(LossApi, KerasNamesAndAliases) {
       {"kl_divergence", "KLDivergence"},
       {"SparseCategoricalCrossentropy", "SparseCategoricalCrossentropy"},
       {"Huber", "Huber"},
+      {"hinge", "Hinge"},
+      {"squared_hinge", "SquaredHinge"},
+      {"categorical_hinge", "CategoricalHinge"},
+      {"log_cosh", "LogCosh"},
+      {"poisson", "Poisson"},
+      {"msle", "MeanSquaredLogarithmicError"},
+      {"MSLE", "MeanSquaredLogarithmicError"},
+      {"mean_squared_logarithmic_error", "MeanSquaredLogarithmicError"},
+      {"mape", "MeanAbsolutePercentageError"},
+      {"mean_absolute_percentage_error", "MeanAbsolutePercentageError"},
+      {"cosine_similarity", "CosineSimilarity"},
+      {"binary_focal_crossentropy", "BinaryFocalCrossentropy"},
+      {"categorical_focal_crossentropy", "CategoricalFocalCrossentropy"},
+      {"dice", "Dice"},
+      {"tversky", "Tversky"},
   };
   for (const auto& [name, type] : names) EXPECT_EQ(losses::loss_from_config(name)->type(), type) << name;
   expect_config_error([] { losses::loss_from_config("sparse_categorical_crossentropi"); },
@@ -92,8 +158,22 @@ TEST(LossApi, ConfigRoundTripsForEveryLoss) {
       losses::MeanAbsoluteError(),
       losses::Huber({.delta = 0.3}),
       losses::KLDivergence(),
+      losses::BinaryFocalCrossentropy({.apply_class_balancing = true, .alpha = 0.4, .gamma = 1.5,
+                                       .from_logits = true, .label_smoothing = 0.1}),
+      losses::CategoricalFocalCrossentropy({.alpha = 0.5, .gamma = 3.0, .label_smoothing = 0.2}),
+      losses::Hinge(),
+      losses::SquaredHinge(),
+      losses::CategoricalHinge(),
+      losses::LogCosh(),
+      losses::Poisson(),
+      losses::MeanSquaredLogarithmicError(),
+      losses::MeanAbsolutePercentageError(),
+      losses::CosineSimilarity({.axis = 2}),
+      losses::Dice({.axis = std::vector<int>{1, 2}}),
+      losses::Tversky({.alpha = 0.7, .beta = 0.3}),
+      losses::SparseCategoricalCrossentropy({.ignore_class = 255, .name = "c"}),
   };
-  ASSERT_EQ(all.size(), losses::loss_types().size());
+  ASSERT_EQ(all.size() - 1, losses::loss_types().size());
   for (const losses::LossPtr& loss : all) {
     SCOPED_TRACE(loss->type());
     const Config c = loss->get_config();
@@ -139,9 +219,15 @@ TEST(LossApi, UnsupportedKerasArgumentsAreConfigErrors) {
   expect_config_error(
       [] {
         losses::loss_from_config(
-            Config::parse_json(R"({"class_name": "SparseCategoricalCrossentropy", "config": {"ignore_class": 255}})"));
+            Config::parse_json(R"({"class_name": "SparseCategoricalCrossentropy", "config": {"ignore_class": 2.5}})"));
       },
-      {"'ignore_class'", "255"});
+      {"ignore_class"});
+  expect_config_error(
+      [] {
+        losses::loss_from_config(Config::parse_json(
+            R"({"class_name": "CategoricalFocalCrossentropy", "config": {"alpha": [0.25, 0.5, 0.25]}})"));
+      },
+      {"alpha"});
   expect_config_error(
       [] {
         losses::loss_from_config(Config::parse_json(R"({"class_name": "BinaryCrossentropy", "config": {"axis": 1}})"));
@@ -216,6 +302,39 @@ TEST(SparseCategoricalCrossentropy, BadLabelsNameValueIndexAndClassCount) {
                           {"label 5", "index 3"});
   losses::SparseCategoricalCrossentropy logits({.from_logits = true});
   expect_invalid_argument([&] { logits->forward(int_labels({0, 1, 1, 3}), y_pred, per_example); }, {"label 3"});
+}
+
+// With ignore_class, a label equal to it is valid whatever its range; any other label still has to be a class index.
+TEST(SparseCategoricalCrossentropy, IgnoreClassAllowsItsLabelOnly) {
+  losses::SparseCategoricalCrossentropy loss({.ignore_class = 255, .name = "segmentation"});
+  const Tensor y_pred = testing::random_tensor({4, 3}, 1, 0.1f, 1.f);
+  Tensor per_example({4}), grad({4, 3});
+  const Tensor scale = Tensor::full({4}, 0.25f);
+  EXPECT_NO_THROW(loss->forward(int_labels({0, 255, 2, 255}), y_pred, per_example));
+  expect_invalid_argument([&] { loss->forward(int_labels({0, 255, 3, 1}), y_pred, per_example); },
+                          {"segmentation", "label 3", "index 2", "3 classes", "ignore_class 255"});
+  expect_invalid_argument([&] { loss->backward(int_labels({-1, 255, 1, 1}), y_pred, scale, grad); },
+                          {"label -1", "index 0", "ignore_class 255"});
+  expect_invalid_argument([&] { loss->backward_through_softmax(int_labels({0, 1, 1, 254}), y_pred, scale, grad); },
+                          {"label 254", "index 3"});
+  expect_invalid_argument([&] { loss->check_host_targets(int_labels({0, 9, 1, 1}), y_pred.shape()); },
+                          {"label 9", "index 1"});
+}
+
+// An ignored row contributes 0, and the kept rows carry Keras' mask weight rows / kept, so that the mean over all rows
+// is Keras' mean over the kept ones; with every row ignored, everything is 0.
+TEST(SparseCategoricalCrossentropy, IgnoredRowsAreLeftOutOfTheMean) {
+  const Tensor y_pred = Tensor::from_vector(std::vector<float>{0.5f, 0.25f, 0.25f, 0.1f, 0.1f, 0.8f, 0.2f, 0.6f, 0.2f},
+                                            {3, 3});
+  losses::SparseCategoricalCrossentropy loss({.ignore_class = -1});
+  Tensor per_example({3});
+  loss->forward(int_labels({0, -1, 1}), y_pred, per_example);
+  testing::expect_near(per_example, {-1.5f * std::log(0.5f), 0.f, -1.5f * std::log(0.6f)});
+  loss->forward(int_labels({-1, -1, -1}), y_pred, per_example);
+  testing::expect_near(per_example, {0.f, 0.f, 0.f});
+  Tensor grad({3, 3});
+  loss->backward(int_labels({-1, -1, -1}), y_pred, Tensor::full({3}, 1.f), grad);
+  testing::expect_near(grad, std::vector<float>(9, 0.f));
 }
 
 TEST(SparseCategoricalCrossentropy, AcceptsInt32Int64AndFloatLabels) {

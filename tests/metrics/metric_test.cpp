@@ -56,6 +56,15 @@ std::vector<metrics::MetricPtr> every_metric() {
       metrics::OneHotIoU({.num_classes = 3, .target_class_ids = {1}}),
       metrics::OneHotMeanIoU({.num_classes = 5}),
       metrics::BinaryIoU({.target_class_ids = {1}, .threshold = 0.3}),
+      metrics::Hinge(),
+      metrics::SquaredHinge({.name = "sq"}),
+      metrics::CategoricalHinge(),
+      metrics::Poisson(),
+      metrics::KLDivergence(),
+      metrics::LogCoshError(),
+      metrics::MeanAbsolutePercentageError(),
+      metrics::MeanSquaredLogarithmicError(),
+      metrics::CosineSimilarity({.axis = 1}),
   };
 }
 
@@ -84,6 +93,15 @@ TEST(MetricApi, DefaultNamesAreKeras) {
   EXPECT_EQ(metrics::MeanIoU({.num_classes = 2})->name(), "mean_io_u");
   EXPECT_EQ(metrics::BinaryIoU()->name(), "binary_io_u");
   EXPECT_EQ(metrics::R2Score()->options().class_aggregation, "uniform_average");
+  EXPECT_EQ(metrics::Hinge()->name(), "hinge");
+  EXPECT_EQ(metrics::SquaredHinge()->name(), "squared_hinge");
+  EXPECT_EQ(metrics::CategoricalHinge()->name(), "categorical_hinge");
+  EXPECT_EQ(metrics::Poisson()->name(), "poisson");
+  EXPECT_EQ(metrics::KLDivergence()->name(), "kl_divergence");
+  EXPECT_EQ(metrics::LogCoshError()->name(), "logcosh");
+  EXPECT_EQ(metrics::MeanAbsolutePercentageError()->name(), "mean_absolute_percentage_error");
+  EXPECT_EQ(metrics::MeanSquaredLogarithmicError()->name(), "mean_squared_logarithmic_error");
+  EXPECT_EQ(metrics::CosineSimilarity()->name(), "cosine_similarity");
   EXPECT_EQ(metrics::TopKCategoricalAccuracy()->options().k, 5);
   EXPECT_EQ(metrics::AUC()->options().num_thresholds, 200);
   const metrics::MetricPtr p = metrics::SparseCategoricalAccuracy();

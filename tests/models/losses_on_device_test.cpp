@@ -15,7 +15,7 @@
 namespace tower {
 namespace {
 
-enum class Labels { sparse, one_hot, binary, regression, distribution };
+enum class Labels { sparse, sparse_with_ignored, one_hot, binary, regression, distribution, counts };
 
 struct LossSetup {
   const char* name;
@@ -27,9 +27,12 @@ struct LossSetup {
 };
 
 Tensor targets(Labels kind, Index n, Index units) {
-  if (kind == Labels::sparse) {
+  if (kind == Labels::sparse || kind == Labels::sparse_with_ignored) {
+    // Every fifth example of sparse_with_ignored is labelled -1, the class its loss ignores.
     std::vector<std::int32_t> y(static_cast<std::size_t>(n));
-    for (Index i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7) % units);
+    for (Index i = 0; i < n; ++i)
+      y[static_cast<std::size_t>(i)] =
+          kind == Labels::sparse_with_ignored && i % 5 == 0 ? -1 : static_cast<std::int32_t>((i * 7) % units);
     return Tensor::from_vector(y, {n});
   }
   std::vector<float> y(static_cast<std::size_t>(n * units));
@@ -40,6 +43,7 @@ Tensor targets(Labels kind, Index n, Index units) {
         case Labels::one_hot: v = (i * 7) % units == c ? 1.f : 0.f; break;
         case Labels::binary: v = (i + c) % 3 == 0 ? 1.f : 0.f; break;
         case Labels::regression: v = std::sin(0.3f * static_cast<float>(i + 2 * c)); break;
+        case Labels::counts: v = static_cast<float>((i + 2 * c) % 4); break;
         default: v = static_cast<float>(1 + (i + c) % 4) / static_cast<float>(units * 2.5); break;
       }
     }
@@ -59,7 +63,8 @@ std::map<std::string, double> train(const LossSetup& s, Device device) {
   model.to(device);
   model.compile(optimizers::SGD(0.1), s.loss(), s.metrics());
   FitOptions options{.epochs = 2, .batch_size = 16, .verbose = 0, .shuffle = false};
-  if (s.labels == Labels::sparse) options.class_weight = {{0, 2.0}, {1, 0.5}};
+  if (s.labels == Labels::sparse || s.labels == Labels::sparse_with_ignored)
+    options.class_weight = {{0, 2.0}, {1, 0.5}};
   const callbacks::History h = model.fit(x, y, options);
   std::map<std::string, double> out;
   for (const std::string& key : h.keys()) out["fit " + key] = h[key].back();
@@ -105,6 +110,44 @@ const std::vector<LossSetup>& setups() {
        [] { return std::vector<MetricPtr>{}; }},
       {"huber", "linear", 3, Labels::regression, [] { return losses::Huber(); }, [] { return std::vector<MetricPtr>{}; }},
       {"kl divergence", "softmax", 4, Labels::distribution, [] { return losses::KLDivergence(); },
+       [] { return std::vector<MetricPtr>{KLDivergence()}; }},
+      {"sparse categorical crossentropy, ignore_class", "softmax", 4, Labels::sparse_with_ignored,
+       [] { return losses::SparseCategoricalCrossentropy({.ignore_class = -1}); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"sparse categorical crossentropy from logits, ignore_class", "linear", 4, Labels::sparse_with_ignored,
+       [] { return losses::SparseCategoricalCrossentropy({.from_logits = true, .ignore_class = -1}); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"hinge", "tanh", 3, Labels::binary, [] { return losses::Hinge(); },
+       [] { return std::vector<MetricPtr>{Hinge(), SquaredHinge()}; }},
+      {"squared hinge", "tanh", 3, Labels::binary, [] { return losses::SquaredHinge(); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"categorical hinge", "linear", 4, Labels::one_hot, [] { return losses::CategoricalHinge(); },
+       [] { return std::vector<MetricPtr>{CategoricalHinge()}; }},
+      {"log cosh", "linear", 3, Labels::regression, [] { return losses::LogCosh(); },
+       [] { return std::vector<MetricPtr>{LogCoshError(), CosineSimilarity()}; }},
+      {"poisson", "softplus", 3, Labels::counts, [] { return losses::Poisson(); },
+       [] { return std::vector<MetricPtr>{Poisson(), MeanSquaredLogarithmicError(), MeanAbsolutePercentageError()}; }},
+      {"mean squared logarithmic error", "softplus", 3, Labels::counts,
+       [] { return losses::MeanSquaredLogarithmicError(); }, [] { return std::vector<MetricPtr>{}; }},
+      {"mean absolute percentage error", "linear", 3, Labels::distribution,
+       [] { return losses::MeanAbsolutePercentageError(); }, [] { return std::vector<MetricPtr>{}; }},
+      {"cosine similarity", "linear", 3, Labels::regression, [] { return losses::CosineSimilarity(); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"binary focal crossentropy, balanced", "sigmoid", 3, Labels::binary,
+       [] { return losses::BinaryFocalCrossentropy({.apply_class_balancing = true, .gamma = 1.5}); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"binary focal crossentropy from logits, smoothed", "linear", 3, Labels::binary,
+       [] { return losses::BinaryFocalCrossentropy({.from_logits = true, .label_smoothing = 0.1}); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"categorical focal crossentropy", "softmax", 4, Labels::one_hot,
+       [] { return losses::CategoricalFocalCrossentropy(); }, [] { return std::vector<MetricPtr>{}; }},
+      {"categorical focal crossentropy from logits, smoothed", "linear", 4, Labels::one_hot,
+       [] { return losses::CategoricalFocalCrossentropy({.gamma = 3.0, .from_logits = true, .label_smoothing = 0.2}); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"dice over the batch", "sigmoid", 3, Labels::binary, [] { return losses::Dice(); },
+       [] { return std::vector<MetricPtr>{}; }},
+      {"tversky per example", "sigmoid", 3, Labels::binary,
+       [] { return losses::Tversky({.alpha = 0.3, .beta = 0.7, .axis = std::vector<int>{1}}); },
        [] { return std::vector<MetricPtr>{}; }},
   };
   return all;
@@ -163,7 +206,8 @@ TEST(LossesOnTheGpu, FindInvalidClassMatchesTheCpu_CUDA) {
   const auto first_invalid = [](const Tensor& labels, Device device) {
     const Tensor on = labels.to(device);
     Tensor first(Shape{1}, DType::int64, device);
-    backend::get(device).find_invalid_class({on.raw_data(), on.dtype()}, on.numel(), 3, first.data<std::int64_t>());
+    backend::get(device).find_invalid_class({on.raw_data(), on.dtype()}, on.numel(), 3,
+                                            backend::LossParams{}.ignore_class, first.data<std::int64_t>());
     return first.to(Device::cpu()).data<std::int64_t>()[0];
   };
   const Tensor labels[] = {Tensor::from_vector(std::vector<std::int32_t>{0, 1, 2, 2, 7, 1, -1}, {7}),

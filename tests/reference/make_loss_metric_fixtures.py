@@ -10,7 +10,9 @@ losses.json holds one entry per case of LOSS_CASES: the loss ({"class_name", "co
 the Keras class, which Tower reads with the same keys), y_true, y_pred and a sample weight per example, and what
 Keras computes from them:
 
-    per_example     loss(y_true, y_pred) with reduction=None
+    per_example     loss(y_true, y_pred) with reduction=None, as Tower defines it where the two differ: with
+                    ignore_class, Keras' mask weight (values / kept values) carried by the kept values; for Dice and
+                    Tversky over the whole batch (axis=None), Keras' one value repeated per example
     loss            the sum_over_batch_size reduction (sum / number of per-example values)
     weighted_loss   the same with sample_weight
     grad            d loss / d y_pred (tf.GradientTape)
@@ -136,6 +138,98 @@ LOSS_CASES = [
     loss_case("KLD", "KLDivergence", {}, rng_probs(23, (4, 3)), PROBS, W4),
     loss_case("KLD_clipped", "KLDivergence", {}, arr([[0.0, 0.4, 0.6], [0.2, 0.5, 0.3], [1.0, 0.0, 0.0],
                                                       [0.1, 0.6, 0.3]]), PROBS_CLIPPED, W4),
+    # SparseCategoricalCrossentropy's ignore_class
+    loss_case("SCCE_ignore_class", "SparseCategoricalCrossentropy", {"ignore_class": -1}, arr([0, -1, 2, 1], np.int32),
+              PROBS, W4, "int32"),
+    loss_case("SCCE_ignore_class_logits", "SparseCategoricalCrossentropy", {"from_logits": True, "ignore_class": 255},
+              arr([255, 2, 255, 1], np.int32), rng_uniform(50, (4, 3), -3, 3), W4, "int32"),
+    loss_case("SCCE_ignore_class_in_range", "SparseCategoricalCrossentropy", {"ignore_class": 0},
+              LABELS.astype(np.float32), PROBS, W4),
+    loss_case("SCCE_ignore_class_rank3", "SparseCategoricalCrossentropy", {"from_logits": True, "ignore_class": -1},
+              arr([[0, -1, 1], [-1, 3, 0]], np.int32), rng_uniform(51, (2, 3, 4), -2, 2), W4[:2].reshape(2, 1),
+              "int32"),
+    loss_case("SCCE_ignore_class_every_row", "SparseCategoricalCrossentropy", {"ignore_class": -1},
+              arr([-1, -1, -1, -1], np.int32), PROBS, W4, "int32"),
+    # Hinge family: 0/1 labels become -1/1 only when every label of the batch is 0 or 1
+    loss_case("Hinge_binary_labels", "Hinge", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(52, (4, 3), -2, 2), W4),
+    loss_case("Hinge_signed_labels", "Hinge", {}, arr([[1, -1, 1], [-1, -1, 1], [1, 1, -1], [-1, 1, -1]]),
+              rng_uniform(53, (4, 3), -2, 2), W4),
+    loss_case("Hinge_mixed_labels_unconverted", "Hinge", {}, arr([[1, 0, -1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(54, (4, 3), -2, 2), W4),
+    loss_case("Hinge_int_labels", "Hinge", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]], np.int32),
+              rng_uniform(55, (4, 3), -2, 2), W4, "int32"),
+    loss_case("SquaredHinge_binary_labels", "SquaredHinge", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(56, (4, 3), -2, 2), W4),
+    loss_case("SquaredHinge_signed_labels", "SquaredHinge", {}, arr([[1, -1, 1], [-1, -1, 1], [1, 1, -1],
+                                                                    [-1, 1, -1]]), rng_uniform(57, (4, 3), -2, 2), W4),
+    loss_case("CategoricalHinge", "CategoricalHinge", {}, ONE_HOT, rng_uniform(58, (4, 3), -1, 1), W4),
+    # Row 0 ties two negatives at the maximum; row 2 is confident enough for a margin below 0.
+    loss_case("CategoricalHinge_ties_and_inactive", "CategoricalHinge", {}, ONE_HOT,
+              arr([[0.1, 0.5, 0.5], [0.2, 0.3, 0.4], [3.0, 0.5, 0.25], [0.4, 0.1, 0.2]]), W4),
+    # Regression
+    loss_case("LogCosh", "LogCosh", {}, rng_uniform(59, (4, 3), -2, 2), rng_uniform(60, (4, 3), -2, 2), W4),
+    loss_case("LogCosh_large_errors", "LogCosh", {}, arr([[0, 0, 0], [1, 2, 3], [-40, 0, 5], [0, 0, 0]]),
+              arr([[30, -30, 0.5], [1, 2, 3], [40, 0.25, -5], [0, 0, 0]]), W4),
+    loss_case("Poisson", "Poisson", {}, arr([[0, 1, 3], [2, 0, 1], [4, 1, 0], [1, 1, 2]]),
+              rng_uniform(61, (4, 3), 0.1, 3), W4),
+    loss_case("Poisson_rank3", "Poisson", {}, arr([[[0, 1], [3, 2]], [[1, 0], [2, 5]]]),
+              rng_uniform(62, (2, 2, 2), 0.2, 4), W4[:2].reshape(2, 1)),
+    loss_case("MSLE", "MeanSquaredLogarithmicError", {}, rng_uniform(63, (4, 3), 0, 3), rng_uniform(64, (4, 3), 0, 3),
+              W4),
+    loss_case("MSLE_negative_predictions", "MeanSquaredLogarithmicError", {}, rng_uniform(65, (4, 3), -0.5, 3),
+              rng_uniform(66, (4, 3), -0.5, 3), W4),
+    loss_case("MAPE", "MeanAbsolutePercentageError", {}, rng_uniform(67, (4, 3), 0.5, 3),
+              rng_uniform(68, (4, 3), -1, 3), W4),
+    loss_case("MAPE_signed_targets", "MeanAbsolutePercentageError", {},
+              arr([[-2, 1, 0.5], [3, -0.25, 1], [1, 1, 1], [-1, 2, -3]]), rng_uniform(69, (4, 3), -2, 2), W4),
+    loss_case("CosineSimilarity", "CosineSimilarity", {}, rng_uniform(70, (4, 3)), rng_uniform(71, (4, 3)), W4),
+    loss_case("CosineSimilarity_zero_vector", "CosineSimilarity", {"axis": -1},
+              arr([[0, 0, 0], [1, 2, 3], [0.5, -1, 0], [1, 0, 0]]), arr([[1, 2, 3], [0, 0, 0], [2, 1, 0.5],
+                                                                         [-1, 0.5, 2]]), W4),
+    loss_case("CosineSimilarity_rank3", "CosineSimilarity", {}, rng_uniform(72, (2, 3, 4)),
+              rng_uniform(73, (2, 3, 4)), W4[:2].reshape(2, 1)),
+    # Focal crossentropies
+    loss_case("BinaryFocal", "BinaryFocalCrossentropy", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(74, (4, 3), 0.05, 0.95), W4),
+    loss_case("BinaryFocal_balanced", "BinaryFocalCrossentropy", {"apply_class_balancing": True, "alpha": 0.35,
+                                                                  "gamma": 3.0},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(75, (4, 3), 0.05, 0.95), W4),
+    loss_case("BinaryFocal_gamma_0", "BinaryFocalCrossentropy", {"gamma": 0.0},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(76, (4, 3), 0.05, 0.95), W4),
+    loss_case("BinaryFocal_clipped", "BinaryFocalCrossentropy", {"gamma": 1.5},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              arr([[0.0, 0.2, 1.0], [1.0, 0.0, 0.4], [0.9, 0.6, 0.1], [0.3, 0.0, 0.5]]), W4),
+    loss_case("BinaryFocal_logits", "BinaryFocalCrossentropy", {"from_logits": True},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(77, (4, 3), -4, 4), W4),
+    loss_case("BinaryFocal_logits_smoothing_balanced", "BinaryFocalCrossentropy",
+              {"from_logits": True, "label_smoothing": 0.1, "apply_class_balancing": True, "alpha": 0.6},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(78, (4, 3), -4, 4), W4),
+    loss_case("CategoricalFocal", "CategoricalFocalCrossentropy", {}, ONE_HOT, PROBS, W4),
+    loss_case("CategoricalFocal_clipped", "CategoricalFocalCrossentropy", {"gamma": 1.0}, ONE_HOT, PROBS_CLIPPED, W4),
+    loss_case("CategoricalFocal_unnormalized", "CategoricalFocalCrossentropy", {"alpha": 0.5, "gamma": 3.0}, ONE_HOT,
+              rng_uniform(79, (4, 3), 0.05, 0.6), W4),
+    loss_case("CategoricalFocal_logits", "CategoricalFocalCrossentropy", {"from_logits": True}, ONE_HOT,
+              rng_uniform(80, (4, 3), -3, 3), W4),
+    loss_case("CategoricalFocal_logits_smoothing", "CategoricalFocalCrossentropy",
+              {"from_logits": True, "label_smoothing": 0.2, "alpha": 1.0, "gamma": 0.0}, ONE_HOT,
+              rng_uniform(81, (4, 3), -3, 3), W4),
+    loss_case("CategoricalFocal_rank3", "CategoricalFocalCrossentropy", {"label_smoothing": 0.1},
+              arr([[[1, 0, 0], [0, 1, 0]], [[0, 0, 1], [1, 0, 0]]]), rng_probs(82, (2, 2, 3)), W4[:2].reshape(2, 1)),
+    # Segmentation overlaps: the whole batch (axis=None) or each example (every non-batch axis)
+    loss_case("Dice", "Dice", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(83, (4, 3), 0, 1), W4),
+    loss_case("Dice_per_example", "Dice", {"axis": [1, 2, 3]},
+              arr([[[[1], [1]], [[0], [0]]], [[[1], [1]], [[0], [0]]]]),
+              arr([[[[0.0], [1.0]], [[0.0], [1.0]]], [[[0.4], [0.0]], [[0.0], [0.9]]]]), W4[:2]),
+    loss_case("Dice_rank3_whole_batch", "Dice", {}, (rng_uniform(84, (3, 2, 2), 0, 1) > 0.5).astype(np.float32),
+              rng_uniform(85, (3, 2, 2), 0, 1), W3),
+    loss_case("Tversky", "Tversky", {}, arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]),
+              rng_uniform(86, (4, 3), 0, 1), W4),
+    loss_case("Tversky_alpha_beta", "Tversky", {"alpha": 0.7, "beta": 0.3},
+              arr([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]]), rng_uniform(87, (4, 3), 0, 1), W4),
+    loss_case("Tversky_per_example", "Tversky", {"alpha": 0.2, "beta": 0.8, "axis": [1, 2]},
+              (rng_uniform(88, (3, 2, 2), 0, 1) > 0.5).astype(np.float32), rng_uniform(89, (3, 2, 2), 0, 1), W3),
 ]
 
 
@@ -145,6 +239,12 @@ def make_loss_case(c):
     y_pred = tf.constant(c["y_pred"])
     sw = tf.constant(c["sample_weight"])
     per_example = cls(reduction=None, **c["config"])(y_true, y_pred)
+    if c["config"].get("ignore_class") is not None:
+        kept = np.asarray(c["y_true"]) != c["config"]["ignore_class"]
+        if kept.any():
+            per_example = per_example * (kept.size / kept.sum())
+    if c["class_name"] in ("Dice", "Tversky") and c["config"].get("axis") is None:
+        per_example = tf.fill([len(c["y_true"])], per_example)
     loss_fn = cls(**c["config"])
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(y_pred)
@@ -322,6 +422,33 @@ METRIC_CASES = [
     metric_case("BinaryIoU", "BinaryIoU", {}, binary_batches(element_weights=True)),
     metric_case("BinaryIoU_threshold_target", "BinaryIoU", {"target_class_ids": [1], "threshold": 0.3},
                 binary_batches(element_weights=True)),
+    # The means of losses' values
+    metric_case("Hinge", "Hinge", {}, [batch(BIN_TRUE_1, rng_uniform(90, (5, 3), -2, 2), SW5),
+                                       batch(BIN_TRUE_2 * 2 - 1, rng_uniform(91, (3, 3), -2, 2), SW3)]),
+    metric_case("SquaredHinge", "SquaredHinge", {}, [batch(BIN_TRUE_1, rng_uniform(92, (5, 3), -2, 2), SW5),
+                                                     batch(BIN_TRUE_2, rng_uniform(93, (3, 3), -2, 2), SW3)]),
+    metric_case("CategoricalHinge", "CategoricalHinge", {}, categorical_batches()),
+    metric_case("Poisson", "Poisson", {},
+                [batch(arr(np.arange(15).reshape(5, 3) % 4), rng_uniform(94, (5, 3), 0.1, 3), SW5),
+                 batch(arr([[0, 2, 1], [3, 0, 0], [1, 1, 5]]), rng_uniform(95, (3, 3), 0.1, 3), SW3)]),
+    metric_case("KLDivergence", "KLDivergence", {}, [batch(rng_probs(96, (5, 3)), rng_probs(97, (5, 3)), SW5),
+                                                     batch(rng_probs(98, (3, 3)), rng_probs(99, (3, 3)), SW3)]),
+    metric_case("LogCoshError", "LogCoshError", {}, [batch(rng_uniform(100, (5, 3), -2, 2),
+                                                           rng_uniform(101, (5, 3), -2, 2), SW5),
+                                                     batch(rng_uniform(102, (3, 3), -2, 2),
+                                                           rng_uniform(103, (3, 3), -2, 2), SW3)]),
+    metric_case("MeanAbsolutePercentageError", "MeanAbsolutePercentageError", {},
+                [batch(rng_uniform(104, (5, 3), 0.5, 2), rng_uniform(105, (5, 3), 0, 2), SW5),
+                 batch(rng_uniform(106, (3, 3), -2, -0.5), rng_uniform(107, (3, 3), -2, 0), SW3)]),
+    metric_case("MeanSquaredLogarithmicError", "MeanSquaredLogarithmicError", {},
+                [batch(rng_uniform(108, (5, 3), 0, 3), rng_uniform(109, (5, 3), -0.5, 3), SW5),
+                 batch(rng_uniform(110, (3, 3), 0, 3), rng_uniform(111, (3, 3), 0, 3), SW3)]),
+    metric_case("CosineSimilarity", "CosineSimilarity", {},
+                [batch(rng_uniform(112, (5, 3)), rng_uniform(113, (5, 3)), SW5),
+                 batch(rng_uniform(114, (3, 3)), rng_uniform(115, (3, 3)), SW3)]),
+    metric_case("CosineSimilarity_axis", "CosineSimilarity", {"axis": -1},
+                [batch(rng_uniform(116, (5, 2, 3)), rng_uniform(117, (5, 2, 3)), SW5),
+                 batch(rng_uniform(118, (3, 2, 3)), rng_uniform(119, (3, 2, 3)), SW3)]),
 ]
 
 

@@ -34,6 +34,9 @@ ARGUMENTS = {"IoU": {"num_classes": 2, "target_class_ids": [0]}, "MeanIoU": {"nu
              "OneHotIoU": {"num_classes": 2, "target_class_ids": [0]}, "OneHotMeanIoU": {"num_classes": 2},
              "PrecisionAtRecall": {"recall": 0.5}, "RecallAtPrecision": {"precision": 0.5},
              "SensitivityAtSpecificity": {"specificity": 0.5}, "SpecificityAtSensitivity": {"sensitivity": 0.5}}
+# The means of losses' values.
+CLASSES += ["CategoricalHinge", "CosineSimilarity", "Hinge", "KLDivergence", "LogCoshError",
+            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Poisson", "SquaredHinge"]
 
 
 def main():

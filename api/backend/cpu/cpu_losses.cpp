@@ -36,26 +36,43 @@ math::Sums<N> zeros() {
   return math::Sums<N>{};
 }
 
+// A loss's batch statistics (math/losses.h), kept for the functors that follow.
+class BatchStats {
+ public:
+  template <class Term>
+  const double* operator()(Index n, const Term& term) {
+    reduce(n, term, math::SumsPlus{}, zeros<4>(), [this](const math::Sums<4>& s) { sums_ = s; });
+    return sums_.v;
+  }
+
+ private:
+  math::Sums<4> sums_{};
+};
+
 }  // namespace
 
 void CpuBackend::loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
                               Index rows, Index cols) {
-  math::loss_forward(p, y_true, y_pred, per_example, rows, cols, run_rows);
+  BatchStats stats;
+  math::loss_forward(p, y_true, y_pred, per_example, rows, cols, run_rows, stats);
 }
 
 void CpuBackend::loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
                                float* grad, Index rows, Index cols) {
-  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run_rows, run_elements);
+  BatchStats stats;
+  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run_rows, run_elements, stats);
 }
 
 void CpuBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
                                                const float* scale, float* grad_logits, Index rows, Index cols) {
-  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run_rows))
+  BatchStats stats;
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run_rows, stats))
     throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
 }
 
-void CpuBackend::find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) {
-  reduce(n, math::InvalidClassIndex{labels, classes, n}, math::IndexMin{}, std::int64_t{n},
+void CpuBackend::find_invalid_class(AnyValues labels, Index n, Index classes, double ignore_class,
+                                    std::int64_t* first) {
+  reduce(n, math::InvalidClassIndex{labels, classes, ignore_class, n}, math::IndexMin{}, std::int64_t{n},
          math::StoreIndex{first});
 }
 

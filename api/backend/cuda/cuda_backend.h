@@ -148,7 +148,8 @@ class CudaBackend final : public Backend {
                      Index rows, Index cols) override;
   void loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs, const float* scale,
                                      float* grad_logits, Index rows, Index cols) override;
-  void find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) override;
+  void find_invalid_class(AnyValues labels, Index n, Index classes, double ignore_class,
+                          std::int64_t* first) override;
   void example_weights(const ExampleWeightParams& p, double* weights) override;
   void loss_scale(const double* weights, Index n, Index per, double k, float* scale) override;
   void masked_loss_weights(const double* weights, Index per, const float* mask, Index n, double* out) override;

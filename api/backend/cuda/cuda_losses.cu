@@ -17,32 +17,50 @@ math::Sums<N> zeros() {
   return math::Sums<N>{};
 }
 
+// reduce()'s finish for batch statistics: nothing, the sums stay where reduce() wrote them.
+struct KeepSums {
+  TOWER_HD void operator()(const math::Sums<4>&) const {}
+};
+
+// A loss's batch statistics (math/losses.h): reduce() leaves its result at the start of the workspace, where the
+// loss's functors, which use no workspace, read it.
+struct BatchStats {
+  CudaBackend& backend;
+  template <class Term>
+  const double* operator()(Index n, const Term& term) const {
+    reduce(backend, n, term, math::SumsPlus{}, zeros<4>(), KeepSums{}, "loss_stats");
+    return static_cast<const math::Sums<4>*>(backend.workspace(sizeof(math::Sums<4>)))->v;
+  }
+};
+
 }  // namespace
 
 void CudaBackend::loss_forward(const LossParams& p, AnyValues y_true, const float* y_pred, float* per_example,
                                Index rows, Index cols) {
   const cudaStream_t s = stream();
   math::loss_forward(p, y_true, y_pred, per_example, rows, cols,
-                     [s](Index n, const auto& f) { for_each(n, f, s, "loss_forward"); });
+                     [s](Index n, const auto& f) { for_each(n, f, s, "loss_forward"); }, BatchStats{*this});
 }
 
 void CudaBackend::loss_backward(const LossParams& p, AnyValues y_true, const float* y_pred, const float* scale,
                                 float* grad, Index rows, Index cols) {
   const cudaStream_t s = stream();
   const auto run = [s](Index n, const auto& f) { for_each(n, f, s, "loss_backward"); };
-  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run, run);
+  math::loss_backward(p, y_true, y_pred, scale, grad, rows, cols, run, run, BatchStats{*this});
 }
 
 void CudaBackend::loss_backward_through_softmax(const LossParams& p, AnyValues y_true, const float* probs,
                                                 const float* scale, float* grad_logits, Index rows, Index cols) {
   const cudaStream_t s = stream();
   const auto run = [s](Index n, const auto& f) { for_each(n, f, s, "loss_backward_through_softmax"); };
-  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run))
+  if (!math::loss_backward_through_softmax(p, y_true, probs, scale, grad_logits, rows, cols, run,
+                                           BatchStats{*this}))
     throw std::logic_error("loss_backward_through_softmax: not a crossentropy on probabilities");
 }
 
-void CudaBackend::find_invalid_class(AnyValues labels, Index n, Index classes, std::int64_t* first) {
-  reduce(*this, n, math::InvalidClassIndex{labels, classes, n}, math::IndexMin{}, std::int64_t{n},
+void CudaBackend::find_invalid_class(AnyValues labels, Index n, Index classes, double ignore_class,
+                                     std::int64_t* first) {
+  reduce(*this, n, math::InvalidClassIndex{labels, classes, ignore_class, n}, math::IndexMin{}, std::int64_t{n},
          math::StoreIndex{first}, "find_invalid_class");
 }
 

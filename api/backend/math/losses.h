@@ -58,6 +58,22 @@ TOWER_HD bool in_top_k(AnyValues values, Index begin, Index n, Index target, int
   return higher < k;
 }
 
+// N doubles added componentwise: the value type of the backends' reductions.
+template <int N>
+struct Sums {
+  double v[N];
+  TOWER_HD Sums operator+(const Sums& o) const {
+    Sums s;
+    for (int k = 0; k < N; ++k) s.v[k] = v[k] + o.v[k];
+    return s;
+  }
+};
+
+struct SumsPlus {
+  template <int N>
+  TOWER_HD Sums<N> operator()(const Sums<N>& a, const Sums<N>& b) const { return a + b; }
+};
+
 // ---- elementwise losses: one term per element, reduced over the last axis ----------------------------------
 
 struct SquaredError {
@@ -115,6 +131,87 @@ struct BinaryCrossentropyTerm {
   }
 };
 
+// Keras' hinge labels: 0/1 labels become -1/1 when every label of the batch is 0 or 1 (stats[0], the number of
+// other labels, is 0); other labels are taken as they are. The derivative is TensorFlow's maximum's: the margin's
+// where 1 - t p >= 0.
+struct HingeTerm {
+  bool squared;
+  const double* stats;
+  TOWER_HD double label(double t) const { return stats[0] == 0 ? 2.0 * t - 1.0 : t; }
+  TOWER_HD double value(double t, double p) const {
+    const double m = larger(1.0 - label(t) * p, 0.0);
+    return squared ? m * m : m;
+  }
+  TOWER_HD double derivative(double t, double p) const {
+    t = label(t);
+    const double m = 1.0 - t * p;
+    if (m < 0) return 0.0;
+    return squared ? -2.0 * m * t : -t;
+  }
+};
+
+// log(cosh(x)) as Keras writes it, x + softplus(-2x) - log(2), with x = y_pred - y_true; its derivative is tanh(x).
+struct LogCoshTerm {
+  TOWER_HD double value(double t, double p) const {
+    const double x = p - t;
+    return x + larger(-2.0 * x, 0.0) + ::log1p(::exp(-::fabs(2.0 * x))) - ::log(2.0);
+  }
+  TOWER_HD double derivative(double t, double p) const { return ::tanh(p - t); }
+};
+
+struct PoissonTerm {
+  TOWER_HD double value(double t, double p) const { return p - t * ::log(p + kEpsilon); }
+  TOWER_HD double derivative(double t, double p) const { return 1.0 - t / (p + kEpsilon); }
+};
+
+// (log(max(p, eps) + 1) - log(max(t, eps) + 1))^2; the maximum passes p's gradient where p >= eps.
+struct SquaredLogError {
+  TOWER_HD double difference(double t, double p) const {
+    return ::log(larger(p, kEpsilon) + 1.0) - ::log(larger(t, kEpsilon) + 1.0);
+  }
+  TOWER_HD double value(double t, double p) const {
+    const double d = difference(t, p);
+    return d * d;
+  }
+  TOWER_HD double derivative(double t, double p) const {
+    return p >= kEpsilon ? 2.0 * difference(t, p) / (p + 1.0) : 0.0;
+  }
+};
+
+// 100 |y_true - y_pred| / max(|y_true|, eps).
+struct AbsolutePercentageError {
+  TOWER_HD double value(double t, double p) const { return 100.0 * ::fabs(t - p) / larger(::fabs(t), kEpsilon); }
+  TOWER_HD double derivative(double t, double p) const {
+    const double sign = p > t ? 1.0 : (p < t ? -1.0 : 0.0);
+    return 100.0 * sign / larger(::fabs(t), kEpsilon);
+  }
+};
+
+// Keras' binary_focal_crossentropy: w (1 - p_t)^gamma bce with t smoothed as BinaryCrossentropyTerm's, p the
+// probability (sigmoid(y_pred) with from_logits), p_t = t p + (1 - t)(1 - p), w = t alpha + (1 - t)(1 - alpha) with
+// class balancing (else 1), and bce the crossentropy of p: TensorFlow's logits form with from_logits (Keras' sigmoid
+// keeps its logits), clipped probabilities otherwise.
+struct BinaryFocalTerm {
+  BinaryCrossentropyTerm bce;
+  double alpha, gamma;
+  bool balancing;
+  TOWER_HD double probability(double p) const { return bce.from_logits ? 1.0 / (1.0 + ::exp(-p)) : p; }
+  TOWER_HD double weight(double t) const { return balancing ? t * alpha + (1.0 - t) * (1.0 - alpha) : 1.0; }
+  TOWER_HD double value(double t, double p) const {
+    const double q = probability(p), ts = bce.smooth(t);
+    const double p_t = ts * q + (1.0 - ts) * (1.0 - q);
+    return weight(ts) * ::pow(1.0 - p_t, gamma) * bce.value(t, p);
+  }
+  TOWER_HD double derivative(double t, double p) const {
+    const double q = probability(p), ts = bce.smooth(t);
+    const double p_t = ts * q + (1.0 - ts) * (1.0 - q);
+    const double dq = bce.from_logits ? q * (1.0 - q) : 1.0;  // dq / d y_pred
+    // d(1 - p_t)^gamma / dq, 0 for gamma 0 (no focal factor, whatever 1 - p_t is).
+    const double dfocal = gamma == 0 ? 0.0 : -gamma * ::pow(1.0 - p_t, gamma - 1.0) * (2.0 * ts - 1.0);
+    return weight(ts) * (dfocal * dq * bce.value(t, p) + ::pow(1.0 - p_t, gamma) * bce.derivative(t, p));
+  }
+};
+
 // per_example[r] = the sum of row r's terms / divisor (the number of columns for a mean, 1 for a sum).
 template <class Term>
 struct ElementwiseLossForward {
@@ -149,16 +246,31 @@ struct ElementwiseLossBackward {
 
 // ---- sparse categorical crossentropy: a class index per row ---------------------------------------------------
 
+// With an ignored class, a row labelled with it has loss 0 and the others are multiplied by rows / kept, kept being
+// stats[0] (KeptRow's count).
+struct IgnoredClass {
+  double label = quiet_nan();  // NaN: none
+  const double* stats = nullptr;
+  Index rows = 0;
+  TOWER_HD bool ignores(double v) const { return v == label; }
+  TOWER_HD double factor() const { return stats ? static_cast<double>(rows) / stats[0] : 1.0; }
+};
+
 // Over rows. Logits: m + log(sum_j exp(p_j - m)) - p_y with m the row's maximum; probabilities:
-// log(sum_j c_j) - log(c_y), c = clip(p, 1e-7, 1 - 1e-7).
+// log(sum_j c_j) - log(c_y), c = clip(p, 1e-7, 1 - 1e-7); times the ignored class's factor.
 struct SparseCrossentropyForward {
   AnyValues labels;
   const float* p;
   float* per_example;
   Index cols;
   bool from_logits;
+  IgnoredClass ignored;
   TOWER_HD void operator()(Index r) const {
     const double label = value_at(labels, r);
+    if (ignored.ignores(label)) {
+      per_example[r] = 0.f;
+      return;
+    }
     if (!is_class_index(label, cols)) {
       per_example[r] = static_cast<float>(quiet_nan());
       return;
@@ -170,21 +282,24 @@ struct SparseCrossentropyForward {
       for (Index j = 1; j < cols; ++j) m = row[j] > m ? row[j] : m;
       double sum = 0;
       for (Index j = 0; j < cols; ++j) sum += ::exp(static_cast<double>(row[j]) - m);
-      per_example[r] = static_cast<float>(m + ::log(sum) - row[y]);
+      per_example[r] = static_cast<float>(ignored.factor() * (m + ::log(sum) - row[y]));
     } else {
       double sum = 0;
       for (Index j = 0; j < cols; ++j) sum += clamp(row[j], kEpsilon, kOneMinusEpsilon);
-      per_example[r] = static_cast<float>(::log(sum) - ::log(clamp(row[y], kEpsilon, kOneMinusEpsilon)));
+      per_example[r] = static_cast<float>(
+          ignored.factor() * (::log(sum) - ::log(clamp(row[y], kEpsilon, kOneMinusEpsilon))));
     }
   }
 };
 
 // The class of row r's sparse label; -1, with the row's gradient g[0, cols) set to NaN, when the label is not a
-// class index (a bad label poisons the step instead of indexing out of bounds).
-TOWER_HD Index sparse_class_or_nan_row(const AnyValues& labels, Index r, Index cols, float* g) {
+// class index (a bad label poisons the step instead of indexing out of bounds), or to 0 when it is the ignored class.
+TOWER_HD Index sparse_class_or_nan_row(const AnyValues& labels, Index r, Index cols, const IgnoredClass& ignored,
+                                       float* g) {
   const double label = value_at(labels, r);
-  if (is_class_index(label, cols)) return static_cast<Index>(label);
-  for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(quiet_nan());
+  const bool ignore = ignored.ignores(label);
+  if (!ignore && is_class_index(label, cols)) return static_cast<Index>(label);
+  for (Index j = 0; j < cols; ++j) g[j] = ignore ? 0.f : static_cast<float>(quiet_nan());
   return -1;
 }
 
@@ -197,12 +312,13 @@ struct SparseCrossentropyBackward {
   float* grad;
   Index cols;
   bool from_logits;
+  IgnoredClass ignored;
   TOWER_HD void operator()(Index r) const {
     const float* row = p + r * cols;
     float* g = grad + r * cols;
-    const Index y = sparse_class_or_nan_row(labels, r, cols, g);
+    const Index y = sparse_class_or_nan_row(labels, r, cols, ignored, g);
     if (y < 0) return;
-    const double sc = scale[r];
+    const double sc = scale[r] * ignored.factor();
     if (from_logits) {
       float m = row[0];
       for (Index j = 1; j < cols; ++j) m = row[j] > m ? row[j] : m;
@@ -230,12 +346,13 @@ struct SparseCrossentropySoftmaxBackward {
   const float* scale;
   float* grad;
   Index cols;
+  IgnoredClass ignored;
   TOWER_HD void operator()(Index r) const {
     const float* p = probs + r * cols;
     float* g = grad + r * cols;
-    const Index y = sparse_class_or_nan_row(labels, r, cols, g);
+    const Index y = sparse_class_or_nan_row(labels, r, cols, ignored, g);
     if (y < 0) return;
-    const double sc = scale[r];
+    const double sc = scale[r] * ignored.factor();
     for (Index j = 0; j < cols; ++j) g[j] = static_cast<float>(sc * (p[j] - (j == y ? 1.0 : 0.0)));
   }
 };
@@ -340,6 +457,278 @@ struct CategoricalCrossentropySoftmaxBackward {
   }
 };
 
+// ---- the other per-row losses ------------------------------------------------------------------------------------
+
+// Over rows: max(neg - pos + 1, 0) with pos = sum_j t_j p_j and neg = max_j (1 - t_j) p_j.
+struct CategoricalHinge {
+  AnyValues labels;
+  const float* p;
+  Index cols;
+  TOWER_HD double negative(Index r, Index j) const {
+    return (1.0 - value_at(labels, r * cols + j)) * static_cast<double>(p[r * cols + j]);
+  }
+  TOWER_HD double largest_negative(Index r) const {
+    double neg = negative(r, 0);
+    for (Index j = 1; j < cols; ++j) neg = larger(neg, negative(r, j));
+    return neg;
+  }
+  TOWER_HD double margin(Index r) const {
+    double pos = 0;
+    for (Index j = 0; j < cols; ++j) pos += value_at(labels, r * cols + j) * static_cast<double>(p[r * cols + j]);
+    return largest_negative(r) - pos + 1.0;
+  }
+};
+
+struct CategoricalHingeForward {
+  CategoricalHinge h;
+  float* per_example;
+  TOWER_HD void operator()(Index r) const { per_example[r] = static_cast<float>(larger(h.margin(r), 0.0)); }
+};
+
+// Over rows: where the margin is >= 0 (TensorFlow's maximum), d/dp_j = (1 - t_j) [j attains neg] / ties - t_j,
+// the maximum's gradient shared among equal largest values as TensorFlow's reduce_max shares it.
+struct CategoricalHingeBackward {
+  CategoricalHinge h;
+  const float* scale;
+  float* grad;
+  TOWER_HD void operator()(Index r) const {
+    const Index cols = h.cols;
+    float* g = grad + r * cols;
+    if (h.margin(r) < 0) {
+      for (Index j = 0; j < cols; ++j) g[j] = 0.f;
+      return;
+    }
+    const double neg = h.largest_negative(r);
+    Index ties = 0;
+    for (Index j = 0; j < cols; ++j) ties += h.negative(r, j) == neg ? 1 : 0;
+    const double sc = scale[r];
+    for (Index j = 0; j < cols; ++j) {
+      const double t = value_at(h.labels, r * cols + j);
+      const double dneg = h.negative(r, j) == neg ? (1.0 - t) / static_cast<double>(ties) : 0.0;
+      g[j] = static_cast<float>(sc * (dneg - t));
+    }
+  }
+};
+
+// Keras' l2 normalisation's factor: min(rsqrt(sum x^2), 1 / eps), the cap being float32(1 / 1e-7).
+inline constexpr double kInverseNormCap = static_cast<double>(static_cast<float>(1.0 / 1e-7));
+TOWER_HD bool inverse_norm_capped(double square_sum) {
+  return !(square_sum > 0) || 1.0 / ::sqrt(square_sum) > kInverseNormCap;
+}
+TOWER_HD double inverse_norm(double square_sum) {
+  return inverse_norm_capped(square_sum) ? kInverseNormCap : 1.0 / ::sqrt(square_sum);
+}
+
+// Over rows: -sum_j normalize(t)_j normalize(p)_j over the last axis.
+struct CosineSimilarity {
+  AnyValues labels;
+  const float* p;
+  Index cols;
+  // {sum t^2, sum p^2, sum t p}
+  TOWER_HD void sums(Index r, double& tt, double& pp, double& tp) const {
+    tt = pp = tp = 0;
+    for (Index j = r * cols; j < (r + 1) * cols; ++j) {
+      const double t = value_at(labels, j), q = p[j];
+      tt += t * t;
+      pp += q * q;
+      tp += t * q;
+    }
+  }
+};
+
+struct CosineSimilarityForward {
+  CosineSimilarity c;
+  float* per_example;
+  TOWER_HD void operator()(Index r) const {
+    double tt, pp, tp;
+    c.sums(r, tt, pp, tp);
+    per_example[r] = static_cast<float>(-tp * inverse_norm(tt) * inverse_norm(pp));
+  }
+};
+
+// Over rows: d/dp_k = -a_k ip + (sum_j a_j p_j) p_k pp^(-3/2) with a = normalize(t) and ip = p's inverse norm; the
+// second term only where the norm's cap is not taken (TensorFlow's minimum passes the gradient to rsqrt there).
+struct CosineSimilarityBackward {
+  CosineSimilarity c;
+  const float* scale;
+  float* grad;
+  TOWER_HD void operator()(Index r) const {
+    double tt, pp, tp;
+    c.sums(r, tt, pp, tp);
+    const double it = inverse_norm(tt), ip = inverse_norm(pp);
+    const double curve = inverse_norm_capped(pp) ? 0.0 : tp * it / (pp * ::sqrt(pp));
+    const double sc = scale[r];
+    for (Index j = r * c.cols; j < (r + 1) * c.cols; ++j)
+      grad[j] = static_cast<float>(sc * (-value_at(c.labels, j) * it * ip + curve * c.p[j]));
+  }
+};
+
+// Keras' categorical_focal_crossentropy over a row: with t smoothed (SmoothedRow), probabilities p (softmax(y_pred)
+// with from_logits), q = p / sum(p) and c = clip(q, eps, 1 - eps), the loss is sum_j alpha (1 - c_j)^gamma
+// (-t_j log c_j).
+struct CategoricalFocal {
+  AnyValues labels;
+  const float* p;
+  Index cols;
+  bool from_logits;
+  double smoothing, alpha, gamma;
+  TOWER_HD SmoothedRow targets(Index r) const { return {labels, r * cols, cols, smoothing}; }
+  TOWER_HD double term(double t, double q) const {
+    const double c = clamp(q, kEpsilon, kOneMinusEpsilon);
+    return alpha * ::pow(1.0 - c, gamma) * -t * ::log(c);
+  }
+  // d term / d q, 0 where q is clipped.
+  TOWER_HD double term_derivative(double t, double q) const {
+    if (clipped(q)) return 0.0;
+    const double focal = gamma == 0 ? 0.0 : gamma * ::pow(1.0 - q, gamma - 1.0) * t * ::log(q);
+    return alpha * (focal - ::pow(1.0 - q, gamma) * t / q);
+  }
+};
+
+// One row's probabilities without a copy: q_j = p_j / sum(p), p = softmax(y_pred) with from_logits.
+struct FocalRow {
+  const CategoricalFocal& f;
+  Index r;
+  float m = 0;     // logits: the row's maximum
+  double z = 1;    // logits: sum_j exp(x_j - m)
+  double sum = 0;  // sum_j p_j
+  TOWER_HD FocalRow(const CategoricalFocal& focal, Index row) : f(focal), r(row) {
+    const float* x = f.p + r * f.cols;
+    if (f.from_logits) {
+      m = x[0];
+      for (Index j = 1; j < f.cols; ++j) m = x[j] > m ? x[j] : m;
+      z = 0;
+      for (Index j = 0; j < f.cols; ++j) z += ::exp(static_cast<double>(x[j]) - m);
+    }
+    for (Index j = 0; j < f.cols; ++j) sum += probability(j);
+  }
+  TOWER_HD double probability(Index j) const {
+    const double x = f.p[r * f.cols + j];
+    return f.from_logits ? ::exp(x - m) / z : x;
+  }
+  TOWER_HD double q(Index j) const { return probability(j) / sum; }
+};
+
+struct CategoricalFocalForward {
+  CategoricalFocal f;
+  float* per_example;
+  TOWER_HD void operator()(Index r) const {
+    const FocalRow row(f, r);
+    const SmoothedRow t = f.targets(r);
+    double loss = 0;
+    for (Index j = 0; j < f.cols; ++j) loss += f.term(t[j], row.q(j));
+    per_example[r] = static_cast<float>(loss);
+  }
+};
+
+// Over rows: with g_j = d term_j / d q_j, dL/dp_k = (g_k - sum_j g_j q_j) / sum(p); for logits, further through the
+// softmax: dL/dx_k = p_k (G_k - sum_j G_j p_j), G = dL/dp.
+struct CategoricalFocalBackward {
+  CategoricalFocal f;
+  const float* scale;
+  float* grad;
+  TOWER_HD void operator()(Index r) const {
+    const FocalRow row(f, r);
+    const SmoothedRow t = f.targets(r);
+    double gq = 0;  // sum_j g_j q_j
+    for (Index j = 0; j < f.cols; ++j) gq += f.term_derivative(t[j], row.q(j)) * row.q(j);
+    // dL/dp_k, and for logits sum_k dL/dp_k p_k
+    double gp = 0;
+    if (f.from_logits)
+      for (Index k = 0; k < f.cols; ++k)
+        gp += (f.term_derivative(t[k], row.q(k)) - gq) / row.sum * row.probability(k);
+    const double sc = scale[r];
+    for (Index k = 0; k < f.cols; ++k) {
+      const double dp = (f.term_derivative(t[k], row.q(k)) - gq) / row.sum;
+      grad[r * f.cols + k] = static_cast<float>(sc * (f.from_logits ? row.probability(k) * (dp - gp) : dp));
+    }
+  }
+};
+
+// Dice and Tversky: from the sums {I, A, B} = {sum t p, sum t, sum p} (dice) or {sum t p, sum t (1 - p),
+// sum p (1 - t)} (tversky), dice is 1 - 2I / (A + B + eps) and tversky 1 - I / (I + alpha A + beta B + eps).
+struct Overlap {
+  bool tversky;
+  double alpha, beta;
+  TOWER_HD Sums<4> terms(double t, double p, double s) const {
+    return tversky ? Sums<4>{{t * p, t * (1.0 - p), p * (1.0 - t), s}} : Sums<4>{{t * p, t, p, s}};
+  }
+  TOWER_HD double denominator(const double* sums) const {
+    return tversky ? sums[0] + alpha * sums[1] + beta * sums[2] + kEpsilon : sums[1] + sums[2] + kEpsilon;
+  }
+  TOWER_HD double value(const double* sums) const {
+    return 1.0 - (tversky ? sums[0] : 2.0 * sums[0]) / denominator(sums);
+  }
+  // d value / d p of an element of label t.
+  TOWER_HD double derivative(const double* sums, double t) const {
+    const double den = denominator(sums);
+    if (tversky) return -(t * den - sums[0] * (t - alpha * t + beta * (1.0 - t))) / (den * den);
+    return -(2.0 * t * den - 2.0 * sums[0]) / (den * den);
+  }
+};
+
+// Over the n elements of the batch: Overlap's terms, and scale[i / cols] / cols (their sum is the sum of the scales).
+struct OverlapStats {
+  Overlap o;
+  AnyValues labels;
+  const float* p;
+  const float* scale;  // null in the forward pass
+  Index cols;
+  TOWER_HD Sums<4> operator()(Index i) const {
+    const double s = scale ? static_cast<double>(scale[i / cols]) / static_cast<double>(cols) : 0.0;
+    return o.terms(value_at(labels, i), p[i], s);
+  }
+};
+
+// Over rows: row r's own value, or with `batch` (the whole batch's OverlapStats) the batch's value in every row.
+struct OverlapForward {
+  OverlapStats s;
+  const double* batch;
+  float* per_example;
+  TOWER_HD void operator()(Index r) const {
+    if (batch) {
+      per_example[r] = static_cast<float>(s.o.value(batch));
+      return;
+    }
+    Sums<4> sums{};
+    for (Index i = r * s.cols; i < (r + 1) * s.cols; ++i) sums = sums + s(i);
+    per_example[r] = static_cast<float>(s.o.value(sums.v));
+  }
+};
+
+// Over rows: scale[r] d value / d p; with `batch`, every row's value is the batch's, so its gradient is the sum of
+// the scales (batch[3]) times the batch value's.
+struct OverlapBackward {
+  OverlapStats s;
+  const double* batch;
+  float* grad;
+  TOWER_HD void operator()(Index r) const {
+    Sums<4> sums{};
+    if (!batch)
+      for (Index i = r * s.cols; i < (r + 1) * s.cols; ++i) sums = sums + s(i);
+    const double* used = batch ? batch : sums.v;
+    const double sc = batch ? batch[3] : static_cast<double>(s.scale[r]);
+    for (Index i = r * s.cols; i < (r + 1) * s.cols; ++i)
+      grad[i] = static_cast<float>(sc * s.o.derivative(used, value_at(s.labels, i)));
+  }
+};
+
+// Over elements: {1, 0, 0, 0} for a label other than 0 and 1 (hinge's test).
+struct NonBinaryLabel {
+  AnyValues labels;
+  TOWER_HD Sums<4> operator()(Index i) const {
+    const double v = value_at(labels, i);
+    return {{v == 0 || v == 1 ? 0.0 : 1.0, 0.0, 0.0, 0.0}};
+  }
+};
+
+// Over rows: {1, 0, 0, 0} for a row not labelled with the ignored class.
+struct KeptRow {
+  AnyValues labels;
+  double ignored;
+  TOWER_HD Sums<4> operator()(Index r) const { return {{value_at(labels, r) == ignored ? 0.0 : 1.0, 0.0, 0.0, 0.0}}; }
+};
+
 // ---- the training loop's weights, scale and sums ------------------------------------------------------------------
 
 // Over examples: weights[e] as ExampleWeightParams defines.
@@ -375,22 +764,6 @@ struct LossScale {
 };
 
 // ---- reductions: a term per index, added up in double ---------------------------------------------------------
-
-// N doubles added componentwise: the value type of the backends' reductions.
-template <int N>
-struct Sums {
-  double v[N];
-  TOWER_HD Sums operator+(const Sums& o) const {
-    Sums s;
-    for (int k = 0; k < N; ++k) s.v[k] = v[k] + o.v[k];
-    return s;
-  }
-};
-
-struct SumsPlus {
-  template <int N>
-  TOWER_HD Sums<N> operator()(const Sums<N>& a, const Sums<N>& b) const { return a + b; }
-};
 
 // weights[i / per] * x[i] (weight 1 without weights).
 struct WeightedValue {
@@ -471,11 +844,17 @@ struct PenaltyGradient {
   }
 };
 
-// i when labels[i] is not a class index, else n: the smallest over i is the first bad label.
+// i when labels[i] is neither a class index nor the ignored class (NaN: none), else n: the smallest over i is the
+// first bad label.
 struct InvalidClassIndex {
   AnyValues labels;
-  Index classes, n;
-  TOWER_HD std::int64_t operator()(Index i) const { return is_class_index(value_at(labels, i), classes) ? n : i; }
+  Index classes;
+  double ignored;
+  Index n;
+  TOWER_HD std::int64_t operator()(Index i) const {
+    const double v = value_at(labels, i);
+    return is_class_index(v, classes) || v == ignored ? n : i;
+  }
 };
 
 
@@ -733,11 +1112,33 @@ struct AddToDoubles {
 };
 
 // ---- the choice of functor, shared by both backends ---------------------------------------------------------------
-// run(n, functor) is the backend's loop over [0, n).
+// run(n, functor) is the backend's loop over [0, n); stats(n, term) adds up term(0) ... term(n - 1) (Sums<4>) over
+// the batch and returns the four sums in device memory, valid until the functors that follow have run.
 
-template <class Run>
-void loss_forward(const LossParams& lp, AnyValues t, const float* p, float* out, Index rows, Index cols, Run&& run) {
+// The ignored class of a sparse loss, its kept rows counted first.
+template <class Stats>
+IgnoredClass ignored_class(const LossParams& lp, AnyValues t, Index rows, Stats&& stats) {
+  if (lp.ignore_class != lp.ignore_class) return {};
+  return {lp.ignore_class, stats(rows, KeptRow{t, lp.ignore_class}), rows};
+}
+
+inline Overlap overlap(const LossParams& lp) {
+  return {lp.kind == LossKind::tversky, lp.alpha, lp.beta};
+}
+
+inline BinaryFocalTerm binary_focal(const LossParams& lp) {
+  return {{lp.label_smoothing, lp.from_logits}, lp.alpha, lp.gamma, lp.apply_class_balancing};
+}
+
+inline CategoricalFocal categorical_focal(const LossParams& lp, AnyValues t, const float* p, Index cols) {
+  return {t, p, cols, lp.from_logits, lp.label_smoothing, lp.alpha, lp.gamma};
+}
+
+template <class Run, class Stats>
+void loss_forward(const LossParams& lp, AnyValues t, const float* p, float* out, Index rows, Index cols, Run&& run,
+                  Stats&& stats) {
   const double c = static_cast<double>(cols);
+  const Index n = rows * cols;
   switch (lp.kind) {
     case LossKind::mean_squared_error: return run(rows, ElementwiseLossForward<SquaredError>{{}, t, p, out, cols, c});
     case LossKind::mean_absolute_error:
@@ -751,14 +1152,36 @@ void loss_forward(const LossParams& lp, AnyValues t, const float* p, float* out,
     case LossKind::categorical_crossentropy:
       return run(rows, CategoricalCrossentropyForward{t, p, out, cols, lp.from_logits, lp.label_smoothing});
     case LossKind::sparse_categorical_crossentropy:
-      return run(rows, SparseCrossentropyForward{t, p, out, cols, lp.from_logits});
+      return run(rows, SparseCrossentropyForward{t, p, out, cols, lp.from_logits, ignored_class(lp, t, rows, stats)});
+    case LossKind::hinge:
+    case LossKind::squared_hinge: {
+      const HingeTerm term{lp.kind == LossKind::squared_hinge, stats(n, NonBinaryLabel{t})};
+      return run(rows, ElementwiseLossForward<HingeTerm>{term, t, p, out, cols, c});
+    }
+    case LossKind::categorical_hinge: return run(rows, CategoricalHingeForward{{t, p, cols}, out});
+    case LossKind::log_cosh: return run(rows, ElementwiseLossForward<LogCoshTerm>{{}, t, p, out, cols, c});
+    case LossKind::poisson: return run(rows, ElementwiseLossForward<PoissonTerm>{{}, t, p, out, cols, c});
+    case LossKind::mean_squared_logarithmic_error:
+      return run(rows, ElementwiseLossForward<SquaredLogError>{{}, t, p, out, cols, c});
+    case LossKind::mean_absolute_percentage_error:
+      return run(rows, ElementwiseLossForward<AbsolutePercentageError>{{}, t, p, out, cols, c});
+    case LossKind::cosine_similarity: return run(rows, CosineSimilarityForward{{t, p, cols}, out});
+    case LossKind::binary_focal_crossentropy:
+      return run(rows, ElementwiseLossForward<BinaryFocalTerm>{binary_focal(lp), t, p, out, cols, c});
+    case LossKind::categorical_focal_crossentropy:
+      return run(rows, CategoricalFocalForward{categorical_focal(lp, t, p, cols), out});
+    case LossKind::dice:
+    case LossKind::tversky: {
+      const OverlapStats terms{overlap(lp), t, p, nullptr, cols};
+      return run(rows, OverlapForward{terms, lp.over_batch ? stats(n, terms) : nullptr, out});
+    }
   }
 }
 
 // run_rows for functors over rows, run_elements for functors over elements.
-template <class RunRows, class RunElements>
+template <class RunRows, class RunElements, class Stats>
 void loss_backward(const LossParams& lp, AnyValues t, const float* p, const float* scale, float* grad, Index rows,
-                   Index cols, RunRows&& run_rows, RunElements&& run_elements) {
+                   Index cols, RunRows&& run_rows, RunElements&& run_elements, Stats&& stats) {
   const double c = static_cast<double>(cols);
   const Index n = rows * cols;
   switch (lp.kind) {
@@ -777,20 +1200,45 @@ void loss_backward(const LossParams& lp, AnyValues t, const float* p, const floa
       return run_rows(rows,
                       CategoricalCrossentropyBackward{t, p, scale, grad, cols, lp.from_logits, lp.label_smoothing});
     case LossKind::sparse_categorical_crossentropy:
-      return run_rows(rows, SparseCrossentropyBackward{t, p, scale, grad, cols, lp.from_logits});
+      return run_rows(rows, SparseCrossentropyBackward{t, p, scale, grad, cols, lp.from_logits,
+                                                       ignored_class(lp, t, rows, stats)});
+    case LossKind::hinge:
+    case LossKind::squared_hinge: {
+      const HingeTerm term{lp.kind == LossKind::squared_hinge, stats(n, NonBinaryLabel{t})};
+      return run_elements(n, ElementwiseLossBackward<HingeTerm>{term, t, p, scale, grad, cols, c});
+    }
+    case LossKind::categorical_hinge: return run_rows(rows, CategoricalHingeBackward{{t, p, cols}, scale, grad});
+    case LossKind::log_cosh:
+      return run_elements(n, ElementwiseLossBackward<LogCoshTerm>{{}, t, p, scale, grad, cols, c});
+    case LossKind::poisson:
+      return run_elements(n, ElementwiseLossBackward<PoissonTerm>{{}, t, p, scale, grad, cols, c});
+    case LossKind::mean_squared_logarithmic_error:
+      return run_elements(n, ElementwiseLossBackward<SquaredLogError>{{}, t, p, scale, grad, cols, c});
+    case LossKind::mean_absolute_percentage_error:
+      return run_elements(n, ElementwiseLossBackward<AbsolutePercentageError>{{}, t, p, scale, grad, cols, c});
+    case LossKind::cosine_similarity: return run_rows(rows, CosineSimilarityBackward{{t, p, cols}, scale, grad});
+    case LossKind::binary_focal_crossentropy:
+      return run_elements(n, ElementwiseLossBackward<BinaryFocalTerm>{binary_focal(lp), t, p, scale, grad, cols, c});
+    case LossKind::categorical_focal_crossentropy:
+      return run_rows(rows, CategoricalFocalBackward{categorical_focal(lp, t, p, cols), scale, grad});
+    case LossKind::dice:
+    case LossKind::tversky: {
+      const OverlapStats terms{overlap(lp), t, p, scale, cols};
+      return run_rows(rows, OverlapBackward{terms, lp.over_batch ? stats(n, terms) : nullptr, grad});
+    }
   }
 }
 
 // Returns false for a kind without a fused softmax gradient.
-template <class RunRows>
+template <class RunRows, class Stats>
 bool loss_backward_through_softmax(const LossParams& lp, AnyValues t, const float* probs, const float* scale,
-                                   float* grad, Index rows, Index cols, RunRows&& run_rows) {
+                                   float* grad, Index rows, Index cols, RunRows&& run_rows, Stats&& stats) {
   if (lp.kind == LossKind::categorical_crossentropy) {
     run_rows(rows, CategoricalCrossentropySoftmaxBackward{t, probs, scale, grad, cols, lp.label_smoothing});
     return true;
   }
   if (lp.kind == LossKind::sparse_categorical_crossentropy) {
-    run_rows(rows, SparseCrossentropySoftmaxBackward{t, probs, scale, grad, cols});
+    run_rows(rows, SparseCrossentropySoftmaxBackward{t, probs, scale, grad, cols, ignored_class(lp, t, rows, stats)});
     return true;
   }
   return false;
