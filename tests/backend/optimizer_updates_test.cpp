@@ -485,22 +485,29 @@ TEST(OptimizerUpdates, ClipvalueClampsElements) {
 TEST(OptimizerUpdates, WholeStepsAllocateNothingAfterTheFirst) {
   Allocator& allocator = allocator_for(Device::cpu());
   for (const std::string& type : optimizers::optimizer_types())
-    for (const char* option : {"", "clipnorm", "global_clipnorm", "clipvalue", "weight_decay"}) {
+    for (const char* option : {"", "clipnorm", "global_clipnorm", "clipvalue", "weight_decay", "use_ema",
+                               "gradient_accumulation_steps"}) {
       SCOPED_TRACE(type + " " + option);
       Config config = Config::map();
-      if (*option) config.set(option, 0.5);
+      if (std::string(option) == "use_ema")
+        config.set(option, true);
+      else if (std::string(option) == "gradient_accumulation_steps")
+        config.set(option, 2);
+      else if (*option)
+        config.set(option, 0.5);
       Config c = Config::map();
       c.set("class_name", type);
       c.set("config", config);
       const optimizers::OptimizerPtr opt = optimizers::optimizer_from_config(c);
       std::vector<VariablePtr> variables;
       std::vector<Tensor> gradients;
-      for (const Index n : {1, 7, 33, 1001}) {
+      for (const Shape& shape : {Shape{1}, Shape{7}, Shape{3, 11}, Shape{7, 11, 13}}) {
+        const auto seed = static_cast<std::uint64_t>(shape.numel());
         auto v = std::make_shared<Variable>();
-        v->name = v->path = "v" + std::to_string(n);
-        v->value = tower::testing::random_tensor({n}, 30 + static_cast<std::uint64_t>(n));
+        v->name = v->path = "v" + std::to_string(shape.numel());
+        v->value = tower::testing::random_tensor(shape, 30 + seed);
         variables.push_back(v);
-        gradients.push_back(tower::testing::random_tensor({n}, 40 + static_cast<std::uint64_t>(n)));
+        gradients.push_back(tower::testing::random_tensor(shape, 40 + seed));
       }
       opt->apply_gradients(variables, gradients);
       const std::uint64_t after_first = allocator.stats().allocations;
