@@ -389,7 +389,8 @@ void Optimizer::prepare_step(const std::vector<VariablePtr>& variables, const st
   }
   if (base_.use_ema) {
     // Keras' `iterations` here (applied_steps()): the average starts as the variable, and with accumulation it is
-    // overwritten on every call of an overwriting step.
+    // overwritten on every call of an overwriting step. Only the variables with a gradient in this call are
+    // averaged (Keras averages every variable it was built for).
     update.use_ema = true;
     update.ema_momentum = applied_steps() != 0 ? static_cast<float>(base_.ema_momentum) : 0.f;
     const std::int64_t every = base_.ema_overwrite_frequency.value_or(0);
