@@ -17,7 +17,12 @@ void write_update_scalars(const OptimizerUpdate& update, void* out) {
       [&](const auto& step) {
         using Scalars = StepScalars<std::decay_t<decltype(step)>>;
         static_assert(std::is_trivially_copyable_v<Scalars> && sizeof(Scalars) <= kUpdateScalarsBytes);
-        const Scalars scalars{step, update.weight_decay};
+        const Scalars scalars{step,
+                              update.weight_decay,
+                              update.ema_momentum,
+                              update.gradient_accumulation_steps,
+                              update.apply_step ? 1 : 0,
+                              update.overwrite_with_ema ? 1 : 0};
         std::memcpy(out, &scalars, sizeof scalars);
       },
       update.step);
@@ -30,10 +35,22 @@ OptimizerUpdate read_update_scalars(const OptimizerUpdate& update) {
         StepScalars<std::decay_t<decltype(step)>> scalars;
         std::memcpy(&scalars, update.scalars, sizeof scalars);
         read.step = scalars.step;
-        read.weight_decay = scalars.weight_decay;
+        // Whether the update decays is the host's choice (a zero weight_decay selects code without it).
+        read.weight_decay = update.weight_decay != 0.f ? scalars.weight_decay : 0.f;
+        read.ema_momentum = scalars.ema_momentum;
+        read.gradient_accumulation_steps = scalars.gradient_accumulation_steps;
+        read.apply_step = scalars.apply_step != 0;
+        read.overwrite_with_ema = scalars.overwrite_with_ema != 0;
       },
       update.step);
+  read.use_ema = update.use_ema;
   return read;
+}
+
+Index update_scratch_floats(const OptimizerStep& step, Index n, Index rows, Index cols) {
+  if (std::holds_alternative<LambStep>(step)) return 2;
+  if (std::holds_alternative<AdafactorStep>(step)) return 2 + (rows > 0 && cols > 0 ? n / (rows * cols) : 0);
+  return 0;
 }
 
 void dense_gemm_rows(Backend& be, DenseProduct which, Index rows, Index in, Index out, Index k0, Index k1,

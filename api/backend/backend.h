@@ -269,7 +269,42 @@ struct AdadeltaStep {
   float learning_rate = 0.f, rho = 0.f, one_minus_rho = 0.f, epsilon = 0.f;
 };
 
-using OptimizerStep = std::variant<SGDStep, AdamStep, AdamaxStep, NadamStep, RMSpropStep, AdagradStep, AdadeltaStep>;
+// Lion. Slot momentum. var -= lr * sign(beta_1 * m + (1 - beta_1) * g), then m = beta_2 * m + (1 - beta_2) * g.
+struct LionStep {
+  float learning_rate = 0.f, beta_1 = 0.f, one_minus_beta_1 = 0.f, beta_2 = 0.f, one_minus_beta_2 = 0.f;
+};
+
+// Ftrl. Slots accumulator and linear. With p = -learning_rate_power: linear += g + l2_shrinkage_twice * var -
+// (new_acc^p - acc^p) / lr * var, new_acc = acc + g^2; var = (clamp(linear, -l1, l1) - linear) /
+// (new_acc^p / lr + two_l2); acc = new_acc. two_l2 = 2 * (l2 + beta / (2 lr)).
+struct FtrlStep {
+  float learning_rate = 0.f, power = 0.f, l1 = 0.f, two_l2 = 0.f, l2_shrinkage_twice = 0.f;
+};
+
+// Lamb. Slots momentum and velocity. m, v as Adam's; u = (m / bias_correction_1) / (sqrt(v / bias_correction_2) +
+// epsilon); var -= ratio * lr * u with ratio = ||var|| / ||u|| over the whole tensor (1 where either norm is 0).
+// Needs update_scratch_floats of device scratch per tensor.
+struct LambStep {
+  float learning_rate = 0.f, one_minus_beta_1 = 0.f, one_minus_beta_2 = 0.f;
+  float bias_correction_1 = 0.f, bias_correction_2 = 0.f;  // 1 - beta^t
+  float epsilon = 0.f;
+};
+
+// Adafactor. Slots r, c and velocity. With q = g^2 + epsilon_1: a tensor of rank >= 2 (UpdateTensors::rows and
+// cols, its last two dimensions; r is [.., rows], c is [.., cols]) is factored: r = beta_2 * r + (1 - beta_2) *
+// mean over cols of q, c likewise over rows, velocity = r / mean(r) (per leading index) * c; otherwise velocity =
+// beta_2 * velocity + (1 - beta_2) * q. Then u = g / sqrt(velocity) and var -= max(epsilon_2, rms(var)) *
+// step_size * u / max(1, rms(u) / clip_threshold), the rms over the whole tensor. Needs update_scratch_floats of
+// device scratch per tensor.
+struct AdafactorStep {
+  float beta_2 = 0.f, one_minus_beta_2 = 0.f;  // 1 - t^beta_2_decay, t^beta_2_decay
+  float epsilon_1 = 0.f, epsilon_2 = 0.f;
+  float step_size = 0.f;  // min(lr, 1 / sqrt(t))
+  float clip_threshold = 0.f;
+};
+
+using OptimizerStep = std::variant<SGDStep, AdamStep, AdamaxStep, NadamStep, RMSpropStep, AdagradStep, AdadeltaStep,
+                                   LionStep, FtrlStep, LambStep, AdafactorStep>;
 
 // One step of an optimizer over a list of tensors.
 struct OptimizerUpdate {
@@ -277,25 +312,39 @@ struct OptimizerUpdate {
   // Decoupled weight decay applied to each variable before the rule's update, var -= weight_decay * var (Keras
   // passes weight_decay * learning_rate); 0 applies none.
   float weight_decay = 0.f;
+  // Keras' gradient_accumulation_steps (>= 2; 0 when off): Backend::accumulate_gradients runs first, each
+  // UpdateTensors::accumulator is the gradient the update reads and it is zeroed after an applying step. On a step
+  // with apply_step false the rule and the weight decay do nothing.
+  int gradient_accumulation_steps = 0;
+  bool apply_step = true;
+  // Keras' use_ema: after the rule (whether it applied or not), average = ema_momentum * average + (1 -
+  // ema_momentum) * var in each UpdateTensors::average, then with overwrite_with_ema var = average.
+  bool use_ema = false;
+  float ema_momentum = 0.f;
+  bool overwrite_with_ema = false;
   // Null: the update uses the values above. Otherwise memory of the backend's device holding this step's scalars
   // as write_update_scalars() lays them out (a StepScalars of the rule's step struct), and the update reads the
   // rule's numbers and the weight decay from there when it runs, so a captured graph replays it with the values
   // written before each replay. What selects the code stays on the host and must not change between capture and
   // replay: the rule (step's alternative), its flags (nesterov, amsgrad, centered, whether SGD's and RMSprop's
-  // momentum is 0) and whether weight_decay is 0.
+  // momentum is 0), whether weight_decay is 0, whether gradient_accumulation_steps is 0 and use_ema.
   const void* scalars = nullptr;
 };
 
-// A step's scalars in memory, as OptimizerUpdate::scalars points to them: the rule's step struct, then the weight
-// decay. Plain data, so the bytes copy to a device as they are.
+// A step's scalars in memory, as OptimizerUpdate::scalars points to them: the rule's step struct, then the values
+// of the update's other fields. Plain data, so the bytes copy to a device as they are.
 template <class Step>
 struct StepScalars {
   Step step;
   float weight_decay;
+  float ema_momentum;
+  std::int32_t gradient_accumulation_steps;
+  std::int32_t apply_step;
+  std::int32_t overwrite_with_ema;
 };
 // The bytes write_update_scalars writes at most (every rule's StepScalars fits).
 inline constexpr std::size_t kUpdateScalarsBytes = 64;
-// Writes update's scalars (its step struct and weight decay) to `out`, host memory of kUpdateScalarsBytes bytes.
+// Writes update's scalars (its step struct and the values of its other fields) to `out`, host memory of kUpdateScalarsBytes bytes.
 void write_update_scalars(const OptimizerUpdate& update, void* out);
 // The update with the scalars `update.scalars` points to (host memory) in place of its own values, and no pointer.
 OptimizerUpdate read_update_scalars(const OptimizerUpdate& update);
@@ -307,7 +356,15 @@ struct UpdateTensors {
   const float* gradient = nullptr;
   std::array<float*, 3> slots{};
   Index n = 0;
+  float* accumulator = nullptr;  // gradient accumulation: the variable's accumulated gradient
+  float* average = nullptr;      // use_ema: the variable's moving average
+  float* scratch = nullptr;      // update_scratch_floats floats, for the rules that reduce over the tensor
+  Index rows = 0, cols = 0;      // Adafactor: the variable's last two dimensions when its rank is >= 2, else 0
 };
+
+// Floats of device scratch Backend::apply_update needs for one tensor of n elements (rows, cols as in
+// UpdateTensors) under `step`: 0 for the element-wise rules; Lamb's and Adafactor's sums, and Adafactor's row means.
+Index update_scratch_floats(const OptimizerStep& step, Index n, Index rows, Index cols);
 
 // Gradient clipping, Keras' three options.
 enum class ClipKind {
@@ -659,9 +716,14 @@ class Backend {
 
   // ---- optimizer updates (the formulas: math/optimizer_updates.h) ----
   // One optimizer step over every tensor of the list: the optional decoupled weight decay, then the rule of
-  // update.step on each element of the variable and its slots, as the rule's functor computes it. Every pointer
+  // update.step on each element of the variable and its slots, as the rule's functor computes it (Lamb and
+  // Adafactor also reduce over each tensor, into its scratch), then the moving average (use_ema). Every pointer
   // is memory of this backend's device and no two tensors overlap. Queued like any op; nothing is read back.
   virtual void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) = 0;
+  // Gradient accumulation (update.gradient_accumulation_steps = N >= 2), before the clipping and the update: each
+  // accumulator becomes gradient + accumulator, divided by N on an applying step (update.apply_step, read from
+  // update.scalars where set) so that it holds the mean the update reads.
+  virtual void accumulate_gradients(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) = 0;
   // Writes each gradient, clipped as `clip` says, into its `clipped`; the gradients are left alone. The norms are
   // summed and turned into scales on the device, into `scratch` (clip_scratch_floats(tensors.size()) floats of
   // this device, contents unspecified afterwards), and the scaling reads them there: nothing is read back. With

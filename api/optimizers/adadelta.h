@@ -16,6 +16,10 @@ struct AdadeltaOptions {
   std::optional<double> clipnorm;
   std::optional<double> clipvalue;
   std::optional<double> global_clipnorm;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<std::int64_t> ema_overwrite_frequency;
+  std::optional<std::int64_t> gradient_accumulation_steps;
   template <class V> void visit(V&& v) {
     v("learning_rate", learning_rate);
     v("rho", rho);
@@ -24,6 +28,10 @@ struct AdadeltaOptions {
     v("clipnorm", clipnorm);
     v("clipvalue", clipvalue);
     v("global_clipnorm", global_clipnorm);
+    v("use_ema", use_ema);
+    v("ema_momentum", ema_momentum);
+    v("ema_overwrite_frequency", ema_overwrite_frequency);
+    v("gradient_accumulation_steps", gradient_accumulation_steps);
   }
 };
 

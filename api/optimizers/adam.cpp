@@ -20,7 +20,7 @@ void AdamImpl::build_slots(const Variable& variable) {
 }
 
 backend::OptimizerStep AdamImpl::update_for(double lr) const {
-  const double t = static_cast<double>(iterations() + 1);
+  const double t = static_cast<double>(applied_steps() + 1);
   const double beta_1_power = std::pow(detail::as_float32(options_.beta_1), t);
   const double beta_2_power = std::pow(detail::as_float32(options_.beta_2), t);
   return backend::AdamStep{static_cast<float>(lr * std::sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)),

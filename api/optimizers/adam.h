@@ -20,6 +20,10 @@ struct AdamOptions {
   std::optional<double> clipnorm;
   std::optional<double> clipvalue;
   std::optional<double> global_clipnorm;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<std::int64_t> ema_overwrite_frequency;
+  std::optional<std::int64_t> gradient_accumulation_steps;
   template <class V> void visit(V&& v) {
     v("learning_rate", learning_rate);
     v("beta_1", beta_1);
@@ -30,6 +34,10 @@ struct AdamOptions {
     v("clipnorm", clipnorm);
     v("clipvalue", clipvalue);
     v("global_clipnorm", global_clipnorm);
+    v("use_ema", use_ema);
+    v("ema_momentum", ema_momentum);
+    v("ema_overwrite_frequency", ema_overwrite_frequency);
+    v("gradient_accumulation_steps", gradient_accumulation_steps);
   }
 };
 

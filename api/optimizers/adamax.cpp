@@ -17,7 +17,7 @@ void AdamaxImpl::build_slots(const Variable& variable) {
 }
 
 backend::OptimizerStep AdamaxImpl::update_for(double lr) const {
-  const double t = static_cast<double>(iterations() + 1);
+  const double t = static_cast<double>(applied_steps() + 1);
   const double beta_1_power = std::pow(detail::as_float32(options_.beta_1), t);
   return backend::AdamaxStep{static_cast<float>(lr), static_cast<float>(1.0 - options_.beta_1),
                              static_cast<float>(options_.beta_2), static_cast<float>(1.0 - beta_1_power),

@@ -37,7 +37,7 @@ void NadamImpl::build_slots(const Variable& variable) {
 }
 
 backend::OptimizerStep NadamImpl::update_for(double lr) const {
-  const std::int64_t t = iterations() + 1;
+  const std::int64_t t = applied_steps() + 1;
   const double u_t = momentum_at(options_.beta_1, t);
   const double u_next = momentum_at(options_.beta_1, t + 1);
   const double product = u_product(t);

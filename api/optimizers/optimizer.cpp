@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "api/backend/backend.h"
@@ -18,6 +19,18 @@ namespace tower::optimizers {
 namespace {
 
 std::string number(double v) { return Config(v).to_json(); }
+
+// gradient_accumulation_steps, 0 when off.
+std::int64_t accumulation_steps(const BaseOptions& base) {
+  return base.gradient_accumulation_steps.value_or(0);
+}
+
+// The last two dimensions of a variable of rank >= 2 (Adafactor factors them), else {0, 0}.
+std::pair<Index, Index> matrix_of(const Shape& shape) {
+  const auto& dims = shape.dims();
+  if (dims.size() < 2) return {0, 0};
+  return {dims[dims.size() - 2], dims.back()};
+}
 
 // The clipping the options ask for, if any (the constructor allows at most one).
 std::optional<backend::GradientClip> gradient_clip(const BaseOptions& base) {
@@ -48,6 +61,38 @@ Optimizer::Optimizer(std::string type, schedules::LearningRate learning_rate, Ba
   }
   if (set > 1)
     throw std::invalid_argument(type_ + ": only one of clipnorm, clipvalue and global_clipnorm can be set");
+  // As Keras: 0 turns gradient accumulation and EMA overwriting off, and ema_momentum matters only with use_ema.
+  if (base_.gradient_accumulation_steps && *base_.gradient_accumulation_steps != 0)
+    check_argument(*base_.gradient_accumulation_steps >= 2, "gradient_accumulation_steps",
+                   static_cast<double>(*base_.gradient_accumulation_steps), "an integer >= 2");
+  if (base_.use_ema) {
+    check_argument(base_.ema_momentum >= 0.0 && base_.ema_momentum <= 1.0, "ema_momentum", base_.ema_momentum,
+                   "in [0, 1]");
+    if (base_.ema_overwrite_frequency && *base_.ema_overwrite_frequency != 0)
+      check_argument(*base_.ema_overwrite_frequency >= 1, "ema_overwrite_frequency",
+                     static_cast<double>(*base_.ema_overwrite_frequency), "an integer >= 1");
+  }
+}
+
+std::int64_t Optimizer::applied_steps() const {
+  const std::int64_t steps = accumulation_steps(base_);
+  return steps > 0 ? iterations_ / steps : iterations_;
+}
+
+void Optimizer::exclude_from_weight_decay(std::vector<std::string> names) {
+  if (built_)
+    throw std::logic_error(type_ + ".exclude_from_weight_decay: the optimizer is built; call it before the first "
+                                   "step, as Keras requires");
+  exclude_from_weight_decay_ = std::move(names);
+}
+
+void Optimizer::finalize_variable_values(const std::vector<VariablePtr>& variables) {
+  if (!base_.use_ema || !built_) return;
+  for (const VariablePtr& v : variables) {
+    const auto it = v ? index_by_variable_.find(v.get()) : index_by_variable_.end();
+    if (it == index_by_variable_.end()) continue;
+    v->value.copy_from(slot(it->second, "average"));
+  }
 }
 
 void Optimizer::check_argument(bool ok, const char* name, double value, const char* expected) const {
@@ -70,6 +115,11 @@ Config Optimizer::get_config() const {
   c.set("clipnorm", Config());
   c.set("global_clipnorm", Config());
   c.set("clipvalue", Config());
+  c.set("use_ema", Config());
+  c.set("ema_momentum", Config());
+  c.set("ema_overwrite_frequency", Config());
+  c.set("loss_scale_factor", Config());
+  c.set("gradient_accumulation_steps", Config());
   const Config own = own_config();
   for (const auto& [key, value] : own.as_map()) c.set(key, value);
   c.set("learning_rate", learning_rate_.to_config());
@@ -77,6 +127,11 @@ Config Optimizer::get_config() const {
   c.set("clipnorm", tower::detail::to_value(base_.clipnorm));
   c.set("global_clipnorm", tower::detail::to_value(base_.global_clipnorm));
   c.set("clipvalue", tower::detail::to_value(base_.clipvalue));
+  c.set("use_ema", base_.use_ema);
+  c.set("ema_momentum", base_.ema_momentum);
+  c.set("ema_overwrite_frequency", tower::detail::to_value(base_.ema_overwrite_frequency));
+  c.set("loss_scale_factor", Config());
+  c.set("gradient_accumulation_steps", tower::detail::to_value(base_.gradient_accumulation_steps));
   return c;
 }
 
@@ -87,12 +142,13 @@ Config Optimizer::serialize() const {
   return c;
 }
 
-Tensor Optimizer::add_slot(const Variable& variable, const std::string& name, float initial_value) {
+Tensor Optimizer::add_slot(const Variable& variable, const std::string& name, float initial_value,
+                           std::optional<Shape> shape) {
   auto s = std::make_shared<Variable>();
   s->name = (variable.path.empty() ? variable.name : variable.path) + "/" + name;
   s->path = s->name;
   s->trainable = false;
-  s->value = Tensor::full(variable.value.shape(), initial_value, variable.value.device());
+  s->value = Tensor::full(shape ? *shape : variable.value.shape(), initial_value, variable.value.device());
   slots_.push_back(s);
   slots_by_variable_.back().emplace_back(name, s);
   return s->value;
@@ -146,8 +202,16 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
       built_for_.push_back(variables[i]);
       slots_by_variable_.emplace_back();
       build_slots(v);
-      if (slots_by_variable_.back().size() > backend::UpdateTensors{}.slots.size())
+      rule_slots_.push_back(slots_by_variable_.back().size());
+      if (rule_slots_.back() > backend::UpdateTensors{}.slots.size())
         throw std::logic_error(type_ + ": more slots per variable than Backend::apply_update takes");
+      if (base_.use_ema) add_slot(v, "average");
+      if (accumulation_steps(base_) > 0) add_slot(v, "gradient_accumulator");
+      decays_.push_back(std::none_of(exclude_from_weight_decay_.begin(), exclude_from_weight_decay_.end(),
+                                     [&](const std::string& name) { return v.name.find(name) != std::string::npos; }));
+      const auto [rows, cols] = matrix_of(v.value.shape());
+      const Index scratch = backend::update_scratch_floats(update_for(learning_rate()), v.value.numel(), rows, cols);
+      update_scratch_.push_back(scratch > 0 ? Tensor(Shape{scratch}, DType::float32, v.value.device()) : Tensor());
       if (clipping) clipped_.emplace_back(v.value.shape(), DType::float32, v.value.device());
     }
     if ((base_.clipnorm || base_.global_clipnorm) && !variables.empty())
@@ -159,6 +223,9 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
     index_by_variable_.clear();
     slots_.clear();
     slots_by_variable_.clear();
+    rule_slots_.clear();
+    decays_.clear();
+    update_scratch_.clear();
     clipped_.clear();
     clip_scratch_ = Tensor();
     throw;
@@ -168,6 +235,7 @@ void Optimizer::build(const std::vector<VariablePtr>& variables) {
   last_call_.assign(variables.size(), 0);
   clip_list_.reserve(variables.size());
   update_list_.reserve(variables.size());
+  undecayed_list_.reserve(variables.size());
   built_ = true;
 }
 
@@ -196,12 +264,30 @@ void Optimizer::place_scratch(Device device) {
     scalars_ = Tensor(Shape{static_cast<Index>(backend::kUpdateScalarsBytes / 8)}, DType::int64, device);
   for (Tensor& t : clipped_)
     if (!(t.device() == device)) t = Tensor(t.shape(), DType::float32, device);
+  for (Tensor& t : update_scratch_)
+    if (t.defined() && !(t.device() == device)) t = Tensor(t.shape(), DType::float32, device);
   if (clip_scratch_.defined() && !(clip_scratch_.device() == device))
     clip_scratch_ = Tensor(clip_scratch_.shape(), DType::float32, device);
 }
 
+void Optimizer::accumulate_gradients(const std::vector<Tensor>& gradients, Device device) {
+  update_list_.clear();
+  for (std::size_t k = 0; k < gradients.size(); ++k) {
+    if (!effective_[k]) continue;
+    Tensor& accumulator = slot(call_index_[k], "gradient_accumulator");
+    backend::UpdateTensors t;
+    t.gradient = gradients[k].data<float>();
+    t.accumulator = accumulator.data<float>();
+    t.n = accumulator.numel();
+    update_list_.push_back(t);
+    effective_[k] = &accumulator;
+  }
+  backend::get(device).accumulate_gradients(prepared_update_, update_list_);
+}
+
 void Optimizer::clip_gradients(const std::vector<Tensor>& gradients, Device device) {
   for (std::size_t k = 0; k < gradients.size(); ++k) effective_[k] = gradients[k].defined() ? &gradients[k] : nullptr;
+  if (accumulation_steps(base_) > 0) accumulate_gradients(gradients, device);
   const std::optional<backend::GradientClip> clip = gradient_clip(base_);
   if (!clip) return;
   clip_list_.clear();
@@ -217,24 +303,39 @@ void Optimizer::clip_gradients(const std::vector<Tensor>& gradients, Device devi
 
 void Optimizer::update_variables(const std::vector<VariablePtr>& variables, Device device) {
   update_list_.clear();
+  undecayed_list_.clear();
   for (std::size_t k = 0; k < variables.size(); ++k) {
     if (!effective_[k]) continue;
+    const std::size_t index = call_index_[k];
     backend::UpdateTensors t;
     t.variable = variables[k]->value.data<float>();
     t.gradient = effective_[k]->data<float>();
     t.n = variables[k]->value.numel();
-    const auto& slots = slots_by_variable_[call_index_[k]];
+    std::tie(t.rows, t.cols) = matrix_of(variables[k]->value.shape());
+    if (update_scratch_[index].defined()) t.scratch = update_scratch_[index].data<float>();
+    const auto& slots = slots_by_variable_[index];
     for (std::size_t j = 0; j < slots.size(); ++j) {
       Tensor& slot = slots[j].second->value;
       if (!(slot.device() == device))
         throw std::invalid_argument(type_ + ".apply_gradients: slot '" + slots[j].second->path + "' is on " +
                                     slot.device().to_string() + " but its variable on " + device.to_string() +
                                     "; move the slots (variables()) with the variables, as Model::to does");
-      t.slots[j] = slot.data<float>();
+      if (j < rule_slots_[index])
+        t.slots[j] = slot.data<float>();
+      else if (slots[j].first == "average")
+        t.average = slot.data<float>();
+      else
+        t.accumulator = slot.data<float>();
     }
-    update_list_.push_back(t);
+    (decays_[index] ? update_list_ : undecayed_list_).push_back(t);
   }
-  backend::get(device).apply_update(prepared_update_, update_list_);
+  backend::Backend& backend = backend::get(device);
+  if (!update_list_.empty()) backend.apply_update(prepared_update_, update_list_);
+  if (!undecayed_list_.empty()) {
+    backend::OptimizerUpdate undecayed = prepared_update_;
+    undecayed.weight_decay = 0.f;
+    backend.apply_update(undecayed, undecayed_list_);
+  }
 }
 
 void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, VariablePtr>>& grads_and_vars,
@@ -281,6 +382,20 @@ void Optimizer::prepare_step(const std::vector<VariablePtr>& variables, const st
   const double lr = learning_rate();
   backend::OptimizerUpdate update{update_for(lr)};
   if (base_.weight_decay) update.weight_decay = static_cast<float>(*base_.weight_decay * lr);
+  const std::int64_t steps = accumulation_steps(base_);
+  if (steps > 0) {
+    update.gradient_accumulation_steps = static_cast<int>(steps);
+    update.apply_step = (iterations_ + 1) % steps == 0;
+  }
+  if (base_.use_ema) {
+    // Keras' `iterations` here (applied_steps()): the average starts as the variable, and with accumulation it is
+    // overwritten on every call of an overwriting step. Only the variables with a gradient in this call are
+    // averaged (Keras averages every variable it was built for).
+    update.use_ema = true;
+    update.ema_momentum = applied_steps() != 0 ? static_cast<float>(base_.ema_momentum) : 0.f;
+    const std::int64_t every = base_.ema_overwrite_frequency.value_or(0);
+    update.overwrite_with_ema = every > 0 && (applied_steps() + 1) % every == 0;
+  }
   // The scalars go to the device in one copy, queued before the step's work; the update reads them there.
   if (!scalars_host_.defined())
     scalars_host_ = Tensor(Shape{static_cast<Index>(backend::kUpdateScalarsBytes / 8)}, DType::int64);
@@ -331,7 +446,10 @@ void Optimizer::append_step_fingerprint(std::vector<std::uintptr_t>& fingerprint
   for (const Tensor& t : clipped_) add(t);
   add(clip_scratch_);
   add(scalars_);
+  for (const Tensor& t : update_scratch_) add(t);
   fingerprint.push_back(prepared_update_.step.index() * 2 + (prepared_update_.weight_decay != 0.f ? 1 : 0));
+  fingerprint.push_back(static_cast<std::uintptr_t>(prepared_update_.gradient_accumulation_steps) * 2 +
+                        (prepared_update_.use_ema ? 1 : 0));
 }
 
 void Optimizer::apply_gradients(const std::vector<VariablePtr>& variables, const std::vector<Tensor>& gradients,
@@ -514,6 +632,7 @@ void Optimizer::update_own_copies(ReplicaContext& context, ReplicaState& state,
     if (!state.copy) {
       try {
         state.copy = optimizer_from_config(serialize());
+        state.copy->exclude_from_weight_decay_ = exclude_from_weight_decay_;
       } catch (const std::exception& e) {
         throw std::invalid_argument(type_ + ".apply_gradients inside distribute::run: replica " + std::to_string(r) +
                                     " updates its own copies of the variables with a copy of this optimizer, made "
@@ -550,20 +669,15 @@ void Optimizer::update_own_copies(ReplicaContext& context, ReplicaState& state,
 
 namespace {
 
-// Keras writes its whole base-optimizer config; the options Tower does not implement are accepted only at
-// their "off" values, and ema_momentum (meaningless without use_ema) is ignored.
+// Keras writes its whole base-optimizer config; loss_scale_factor, which Tower does not implement, is accepted
+// only at its "off" value.
 Config without_keras_extras(const Config& config, const std::string& name) {
   Config out = Config::map();
   for (const auto& [key, value] : config.as_map()) {
-    if (key == "use_ema") {
-      if (value.is_bool() && !value.as_bool()) continue;
-      throw ConfigError(name + ": use_ema (weight averaging) is not supported by Tower");
-    }
-    if (key == "ema_overwrite_frequency" || key == "loss_scale_factor" || key == "gradient_accumulation_steps") {
+    if (key == "loss_scale_factor") {
       if (value.is_null()) continue;
       throw ConfigError(name + ": " + key + " is not supported by Tower (got " + value.to_json() + ")");
     }
-    if (key == "ema_momentum") continue;
     out.set(key, value);
   }
   return out;
@@ -590,6 +704,10 @@ Registry<OptimizerPtr>& registry() {
     add<AdadeltaImpl>(r, "Adadelta", "adadelta");
     add<AdamaxImpl>(r, "Adamax", "adamax");
     add<NadamImpl>(r, "Nadam", "nadam");
+    add<LionImpl>(r, "Lion", "lion");
+    add<FtrlImpl>(r, "Ftrl", "ftrl");
+    add<LambImpl>(r, "Lamb", "lamb");
+    add<AdafactorImpl>(r, "Adafactor", "adafactor");
     return true;
   }();
   (void)populated;

@@ -9,13 +9,24 @@
 //   2. decoupled weight decay: v -= v * weight_decay * lr (when weight_decay is set);
 //   3. the optimizer's own update rule for each variable, with lr = learning_rate at the current iteration
 //      (2 and 3 run element by element in one pass);
-//   4. iterations += 1.
+//   4. with use_ema, each variable's moving average (slot "average"): average = m * average + (1 - m) * var, m =
+//      ema_momentum (0 on the first step, so the average starts at the variable); every ema_overwrite_frequency
+//      steps the variables are then replaced by their averages; finalize_variable_values replaces them at the end
+//      of fit;
+//   5. iterations += 1.
+// With gradient_accumulation_steps = N, each gradient is first added to its slot "gradient_accumulator", and
+// steps 1 to 3 run only on every N-th call, with the mean of the N gradients, after which the accumulators are
+// zeroed (Keras' semantics: the rule's step count t, as Keras' `iterations`, counts applied steps, the learning
+// rate schedule every call). exclude_from_weight_decay exempts variables by name from step 2.
 // An undefined gradient means "no gradient": that variable is left alone (Keras filters None gradients).
 // Slot variables (momenta, ...) and scratch are created on the first call, on the variables' device, so later
 // steps allocate nothing (the scratch follows the variables when they move, as with Model::to, which moves the
-// slots too). A step is at most two Backend calls over all its variables, Backend::clip_gradients and
-// Backend::apply_update (weight decay folded in): it runs on the variables' one device and reads nothing back to
-// the host, norms included.
+// slots too). A step is a few Backend calls over all its variables, Backend::accumulate_gradients (gradient
+// accumulation), Backend::clip_gradients and Backend::apply_update (weight decay, the moving average and the
+// accumulators' reset folded in; a second call for the variables excluded from weight decay): it runs on the
+// variables' one device and reads nothing back to the host, norms included. Which of these a step applies
+// (accumulating or updating, overwriting with the averages) is a scalar in device memory, so a captured step
+// replays every kind.
 //
 // Each optimizer is a handle named after the Keras class, over an Impl deriving from Optimizer:
 //
@@ -73,6 +84,10 @@ struct BaseOptions {
   std::optional<double> clipnorm;         // > 0
   std::optional<double> clipvalue;        // > 0
   std::optional<double> global_clipnorm;  // > 0
+  bool use_ema = false;
+  double ema_momentum = 0.99;                                // in [0, 1]
+  std::optional<std::int64_t> ema_overwrite_frequency;      // >= 1
+  std::optional<std::int64_t> gradient_accumulation_steps;  // >= 2 (Keras refuses 1)
 };
 
 namespace detail {
@@ -85,7 +100,8 @@ inline double as_float32(double x) { return static_cast<double>(static_cast<floa
 // The base fields of an optimizer's options struct.
 template <class Options>
 BaseOptions base_options_of(const Options& o) {
-  return BaseOptions{o.weight_decay, o.clipnorm, o.clipvalue, o.global_clipnorm};
+  return BaseOptions{o.weight_decay, o.clipnorm, o.clipvalue, o.global_clipnorm, o.use_ema, o.ema_momentum,
+                     o.ema_overwrite_frequency, o.gradient_accumulation_steps};
 }
 
 // How apply_gradients treats the gradients inside distribute::run (see above).
@@ -98,7 +114,8 @@ struct ApplyOptions {
 class Optimizer {
  public:
   // Throws std::invalid_argument for a negative or non-finite learning rate, a negative weight_decay, a clip
-  // value <= 0, or more than one clipping option.
+  // value <= 0, more than one clipping option, ema_momentum outside [0, 1], ema_overwrite_frequency < 1 or
+  // gradient_accumulation_steps < 2.
   Optimizer(std::string type, schedules::LearningRate learning_rate, BaseOptions base);
   virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
@@ -151,15 +168,26 @@ class Optimizer {
   // Replaces the learning rate (a schedule becomes a constant), as ReduceLROnPlateau does. Throws
   // std::invalid_argument for a negative or non-finite rate.
   void set_learning_rate(double lr);
+  // The apply_gradients calls so far (Keras' `_iterations`, which checkpoints keep and schedules read).
   std::int64_t iterations() const { return iterations_; }
   void set_iterations(std::int64_t it) { iterations_ = it; }
   bool built() const { return built_; }
+
+  // Keras' exclude_from_weight_decay(var_names=...): no weight decay for a variable whose name contains one of
+  // `names`. Throws std::logic_error once the optimizer is built, as Keras does.
+  void exclude_from_weight_decay(std::vector<std::string> names);
+  const std::vector<std::string>& excluded_from_weight_decay() const { return exclude_from_weight_decay_; }
+  // Keras' finalize_variable_values: with use_ema, each variable of `variables` this optimizer has a moving
+  // average for takes that average (fit calls it at the end of training); otherwise nothing.
+  void finalize_variable_values(const std::vector<VariablePtr>& variables);
+  const BaseOptions& base_options() const { return base_; }
 
   // Slot variables for checkpoints, in a stable order (per variable, in the order the variables were first
   // given, each optimizer's slots in a fixed order), each with name and path "<variable path>/<slot>".
   const std::vector<VariablePtr>& variables() const { return slots_; }
   // Keras' get_config: {"name", "learning_rate" (a number or a schedule config), <own arguments>,
-  // "weight_decay", "clipnorm", "global_clipnorm", "clipvalue"}.
+  // "weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "use_ema", "ema_momentum",
+  // "ema_overwrite_frequency", "loss_scale_factor" (always null), "gradient_accumulation_steps"}.
   Config get_config() const;
   // {"class_name": type(), "config": get_config()}, what optimizer_from_config reads.
   Config serialize() const;
@@ -169,15 +197,18 @@ class Optimizer {
   // its update rule reads them (the step structs of backend/backend.h), which is also their checkpoint order.
   virtual void build_slots(const Variable& variable) { (void)variable; }
   // The rule and scalars of the coming step, the same for every variable. `lr` is the current learning rate;
-  // iterations() is the number of completed steps (0 during the first).
+  // applied_steps() is the number of completed updates (0 during the first).
   virtual backend::OptimizerStep update_for(double lr) const = 0;
+  // Keras' `iterations` as the update rules read it: iterations() / gradient_accumulation_steps.
+  std::int64_t applied_steps() const;
   // The optimizer's own arguments as an options config (base keys and learning_rate may be included; the
   // base class's current values replace them).
   virtual Config own_config() const = 0;
 
-  // Adds a slot named "<variable path>/<name>" on the variable's device, filled with `initial_value`; returns
-  // its tensor.
-  Tensor add_slot(const Variable& variable, const std::string& name, float initial_value = 0.f);
+  // Adds a slot named "<variable path>/<name>" on the variable's device, filled with `initial_value`, of the
+  // variable's shape or `shape`; returns its tensor.
+  Tensor add_slot(const Variable& variable, const std::string& name, float initial_value = 0.f,
+                  std::optional<Shape> shape = std::nullopt);
   // The slot of variable `index` named `name`.
   Tensor& slot(std::size_t index, std::string_view name);
   // Throws std::invalid_argument("<type>: argument '<name>' must be <expected>, got <value>") unless ok.
@@ -207,7 +238,9 @@ class Optimizer {
   Device device_of(const std::vector<VariablePtr>& variables) const;
   // Remakes the clipping scratch on `device` when the variables have moved there since it was made.
   void place_scratch(Device device);
-  // Fills effective_[k] with the gradient (or its clipped copy) for the k-th entry of this call.
+  // Adds each gradient of this call to its accumulator, which becomes the gradient the step reads (effective_).
+  void accumulate_gradients(const std::vector<Tensor>& gradients, Device device);
+  // Fills effective_[k] with the gradient (or its accumulated mean, or its clipped copy) for the k-th entry.
   void clip_gradients(const std::vector<Tensor>& gradients, Device device);
   // One apply_update of the prepared update over the variables of this call that have a gradient.
   void update_variables(const std::vector<VariablePtr>& variables, Device device);
@@ -223,7 +256,14 @@ class Optimizer {
   std::vector<VariablePtr> built_for_;
   std::unordered_map<const Variable*, std::size_t> index_by_variable_;
   std::vector<VariablePtr> slots_;
+  // Per variable its slots: the rule's first (rule_slots_ of them), then "average" (use_ema) and
+  // "gradient_accumulator".
   std::vector<std::vector<std::pair<std::string, VariablePtr>>> slots_by_variable_;
+  std::vector<std::size_t> rule_slots_;
+  std::vector<bool> decays_;       // per variable, whether weight decay applies (exclude_from_weight_decay)
+  std::vector<Tensor> update_scratch_;  // per variable, the rule's scratch (backend::update_scratch_floats)
+  std::vector<std::string> exclude_from_weight_decay_;
+  std::vector<backend::UpdateTensors> undecayed_list_;
   // Per-step scratch, sized in build so steady-state steps allocate nothing.
   std::vector<Tensor> clipped_;  // clipped gradients (only when a clipping option is set)
   Tensor clip_scratch_;          // squared norms and scales on the device (clipnorm, global_clipnorm)
@@ -279,7 +319,7 @@ class OptimizerHolder {
 // The registry behind from_config and YAML: {"class_name": "Adam", "config": {...}} (Keras' serialized form,
 // with "module" and "registered_name", is accepted), or a bare name ("adam", "SGD", "rmsprop", ...). Throws
 // ConfigError for an unknown optimizer (listing the known ones), an unknown argument (naming the closest known
-// one), or a Keras option Tower does not implement (use_ema, loss_scale_factor, gradient_accumulation_steps).
+// one), or a Keras option Tower does not implement (a loss_scale_factor other than null).
 OptimizerPtr optimizer_from_config(const Config& c);
 // The class names optimizer_from_config knows.
 std::vector<std::string> optimizer_types();

@@ -1,10 +1,14 @@
 #pragma once
 // Every optimizer and learning-rate schedule (keras.optimizers).
 #include "api/optimizers/adadelta.h"
+#include "api/optimizers/adafactor.h"
 #include "api/optimizers/adagrad.h"
 #include "api/optimizers/adam.h"
 #include "api/optimizers/adamax.h"
 #include "api/optimizers/adamw.h"
+#include "api/optimizers/ftrl.h"
+#include "api/optimizers/lamb.h"
+#include "api/optimizers/lion.h"
 #include "api/optimizers/nadam.h"
 #include "api/optimizers/optimizer.h"
 #include "api/optimizers/rmsprop.h"

@@ -961,6 +961,8 @@ callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOption
     each(cbs, [&](callbacks::Callback& cb) { cb.on_epoch_complete(epoch, epoch_logs); });
     last_logs = epoch_logs;
   }
+  // Keras: with use_ema the trained variables take their moving averages before on_train_end.
+  if (options.epochs > 0) optimizer_->finalize_variable_values(model_.trainable_weights());
   each(cbs, [&](callbacks::Callback& cb) { cb.on_train_end(last_logs); });
   return *history;
 } catch (const std::exception& e) {

@@ -1416,6 +1416,8 @@ void optimizer_cases(std::vector<OpCase>& t) {
       {"RMSprop momentum", {RMSpropStep{0.01f, 0.9f, 0.1f, 0.5f, 1e-7f, false}}, 2},
       {"Adagrad", {AdagradStep{0.01f, 1e-7f}}, 1},
       {"Adadelta", {AdadeltaStep{1.f, 0.95f, 0.05f, 1e-7f}}, 2},
+      {"Lion", {LionStep{0.01f, 0.9f, 0.1f, 0.99f, 0.01f}}, 1},
+      {"Ftrl, weight decay", {FtrlStep{0.1f, 0.5f, 0.01f, 0.1f, 0.04f}, 0.01f}, 2},
   };
   // Inputs: the gradient, then the starting variable and slots, all in [0, 1) so that every square root is of a
   // positive number; outputs: the variable and slots after two steps.
@@ -1444,6 +1446,82 @@ void optimizer_cases(std::vector<OpCase>& t) {
                        optimizer_reference::update(r.update, b.out[0][e], b.in[0][e], s);
                      }
                  }});
+  // The rules that reduce over each tensor, on tensors of rank 1 to 3 (Adafactor factors the last two dimensions).
+  // Inputs: the gradient, the starting variable and slots, and the scratch; outputs: the variable and slots.
+  struct Tensor3 {
+    Index n, rows, cols;
+  };
+  const Tensor3 shapes[] = {{5, 0, 0}, {21, 3, 7}, {30, 3, 5}, {1001, 7, 143}};
+  Index shaped_total = 0;
+  for (const Tensor3& t3 : shapes) shaped_total += t3.n;
+  const Rule reducing[] = {
+      {"Lamb, weight decay", {LambStep{0.02f, 0.2f, 0.05f, 0.2f, 0.05f, 1e-3f}, 0.01f}, 2},
+      {"Adafactor, clipping", {AdafactorStep{0.5f, 0.5f, 1e-20f, 1e-2f, 0.1f, 0.05f}}, 3},
+  };
+  for (const Rule& r : reducing) {
+    Index scratch_total = 0;
+    for (const Tensor3& t3 : shapes) scratch_total += update_scratch_floats(r.update.step, t3.n, t3.rows, t3.cols);
+    Sizes ins(static_cast<std::size_t>(r.slots) + 2, shaped_total);
+    ins.push_back(scratch_total);
+    t.push_back({"apply_update", std::string("apply_update(") + r.label + "; [5], [3, 7], [2, 3, 5], [7, 143]; 2 steps)",
+                 ins, Sizes(static_cast<std::size_t>(r.slots) + 1, shaped_total), 0, 1, false, 1e-5,
+                 [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                   for (std::size_t j = 0; j < o.size(); ++j) be.axpby(1.f, i[j + 1], 0.f, o[j], shaped_total);
+                   std::vector<UpdateTensors> list;
+                   Index offset = 0, scratch = 0;
+                   for (const Tensor3& t3 : shapes) {
+                     UpdateTensors u{o[0] + offset, i[0] + offset, {}, t3.n};
+                     for (int j = 0; j < r.slots; ++j) u.slots[j] = o[j + 1] + offset;
+                     u.scratch = i.back() + scratch;
+                     u.rows = t3.rows;
+                     u.cols = t3.cols;
+                     list.push_back(u);
+                     offset += t3.n;
+                     scratch += update_scratch_floats(r.update.step, t3.n, t3.rows, t3.cols);
+                   }
+                   for (int step = 0; step < 2; ++step) be.apply_update(r.update, list);
+                 },
+                 [=](OpBuffers& b) {
+                   for (std::size_t j = 0; j < b.out.size(); ++j) b.out[j] = b.in[j + 1];
+                   for (int step = 0; step < 2; ++step) {
+                     Index offset = 0;
+                     for (const Tensor3& t3 : shapes) {
+                       std::array<float*, 3> s{};
+                       for (int j = 0; j < r.slots; ++j) s[j] = &b.out[j + 1][offset];
+                       optimizer_reference::update_tensor(r.update, &b.out[0][offset], &b.in[0][offset], s, t3.n,
+                                                          t3.rows, t3.cols);
+                       offset += t3.n;
+                     }
+                   }
+                 }});
+  }
+  // Gradient accumulation over two calls, the second applying: inputs the gradients and the starting
+  // accumulators, output the accumulators (their mean).
+  t.push_back({"accumulate_gradients", "accumulate_gradients(2 steps; n=1,7,33,1001)", {total, total}, {total}, -1, 1,
+               false, 1e-6,
+               [=](Backend& be, const Ptrs& i, const Ptrs& o) {
+                 be.axpby(1.f, i[1], 0.f, o[0], total);
+                 std::vector<UpdateTensors> list;
+                 Index offset = 0;
+                 for (Index n : kOptimizerTensors) {
+                   UpdateTensors u{nullptr, i[0] + offset, {}, n};
+                   u.accumulator = o[0] + offset;
+                   list.push_back(u);
+                   offset += n;
+                 }
+                 OptimizerUpdate update{SGDStep{0.1f, 0.f, false}};
+                 update.gradient_accumulation_steps = 2;
+                 for (const bool apply : {false, true}) {
+                   update.apply_step = apply;
+                   be.accumulate_gradients(update, list);
+                 }
+               },
+               [=](OpBuffers& b) {
+                 for (Index e = 0; e < total; ++e) {
+                   float acc = b.in[0][e] + b.in[1][e];
+                   b.out[0][e] = (b.in[0][e] + acc) / 2.f;
+                 }
+               }});
   // Inputs: the gradients and the op's device scratch; output: the clipped gradients.
   const Index count = static_cast<Index>(kOptimizerTensors.size());
   for (const GradientClip c : {GradientClip{ClipKind::norm, 1.0}, GradientClip{ClipKind::global_norm, 2.0},

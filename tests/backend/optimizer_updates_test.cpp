@@ -112,8 +112,33 @@ std::vector<UpdateCase> update_cases() {
       {"RMSprop centered momentum, weight decay", {both, 0.1f}, 3},
       {"Adagrad", {AdagradStep{0.01f, 1e-7f}}, 1},
       {"Adadelta", {AdadeltaStep{1.f, 0.95f, 0.05f, 1e-7f}}, 2},
+      {"Lion", {LionStep{0.01f, 0.9f, 0.1f, 0.99f, 0.01f}}, 1},
+      {"Ftrl, weight decay", {FtrlStep{0.1f, 0.5f, 0.01f, 0.1f, 0.04f}, 0.01f}, 2},
+      {"Ftrl power 0.7", {FtrlStep{0.2f, 0.7f, 0.f, 0.f, 0.f}}, 2},
   };
 }
+
+// The rules that reduce over each tensor, on tensors of these shapes (Adafactor factors those of rank >= 2); the
+// last is large enough for the threaded sums.
+const std::vector<Shape> kReducingShapes = {Shape{1}, Shape{5}, Shape{3, 7}, Shape{2, 3, 5}, Shape{201, 199}};
+
+std::vector<UpdateCase> reducing_cases() {
+  return {
+      {"Lamb", {LambStep{0.01f, 0.1f, 0.001f, 0.1f, 0.001f, 1e-6f}}, 2},
+      {"Lamb, weight decay", {LambStep{0.02f, 0.2f, 0.05f, 0.2f, 0.05f, 1e-3f}, 0.01f}, 2},
+      {"Adafactor", {AdafactorStep{0.2f, 0.8f, 1e-30f, 1e-3f, 0.01f, 1.f}}, 3},
+      {"Adafactor, clipping, weight decay", {AdafactorStep{0.5f, 0.5f, 1e-20f, 1e-2f, 0.1f, 0.05f}, 0.02f}, 3},
+  };
+}
+
+// The rows and columns Adafactor factors a shape into (0, 0 below rank 2).
+std::pair<Index, Index> matrix_of(const Shape& shape) {
+  if (shape.rank() < 2) return {0, 0};
+  return {shape.dims()[shape.dims().size() - 2], shape.dims().back()};
+}
+
+// |got - want| <= 1e-6 + 1e-5 |want| for every element.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what);
 
 TEST(OptimizerUpdates, EveryRuleMatchesTheScalarReferenceBitForBit) {
   Backend& cpu = get(Device::cpu());
@@ -149,6 +174,167 @@ void apply_reading_scalars(const OptimizerUpdate& update, const std::vector<Upda
     math::with_update(update, t, [&](const auto& f) {
       for (Index i = 0; i < t.n; ++i) f(i);
     });
+}
+
+// Tensors of kReducingShapes for a reducing rule, with the scratch each needs.
+struct ReducingTensors {
+  std::vector<std::vector<float>> variables, gradients, scratch;
+  std::vector<std::array<std::vector<float>, 3>> slots;
+
+  ReducingTensors(const OptimizerStep& step, int slot_count, std::uint64_t seed) {
+    Generator g(seed);
+    for (const Shape& shape : kReducingShapes) {
+      const Index n = shape.numel();
+      const auto [rows, cols] = matrix_of(shape);
+      variables.push_back(uniform(n, -1.f, 1.f, g));
+      gradients.push_back(uniform(n, -1.f, 1.f, g));
+      slots.emplace_back();
+      for (int j = 0; j < slot_count; ++j) slots.back()[j] = uniform(n, j == 0 ? 0.5f : 0.f, j == 0 ? 1.f : 0.5f, g);
+      scratch.emplace_back(static_cast<std::size_t>(std::max<Index>(update_scratch_floats(step, n, rows, cols), 1)));
+    }
+  }
+
+  std::vector<UpdateTensors> update_list() {
+    std::vector<UpdateTensors> list;
+    for (std::size_t k = 0; k < variables.size(); ++k) {
+      UpdateTensors t{variables[k].data(), gradients[k].data(), {}, static_cast<Index>(variables[k].size())};
+      for (std::size_t j = 0; j < 3; ++j) t.slots[j] = slots[k][j].empty() ? nullptr : slots[k][j].data();
+      t.scratch = scratch[k].data();
+      std::tie(t.rows, t.cols) = matrix_of(kReducingShapes[k]);
+      list.push_back(t);
+    }
+    return list;
+  }
+
+  void reference_step(const OptimizerUpdate& u) {
+    for (std::size_t k = 0; k < variables.size(); ++k) {
+      std::array<float*, 3> s{};
+      for (std::size_t j = 0; j < 3; ++j) s[j] = slots[k][j].empty() ? nullptr : slots[k][j].data();
+      const auto [rows, cols] = matrix_of(kReducingShapes[k]);
+      reference::update_tensor(u, variables[k].data(), gradients[k].data(), s,
+                               static_cast<Index>(variables[k].size()), rows, cols);
+    }
+  }
+
+  void expect_close_to(const ReducingTensors& want, int slot_count) const {
+    for (std::size_t k = 0; k < variables.size(); ++k) {
+      const std::string tensor = "tensor " + kReducingShapes[k].to_string();
+      expect_close(variables[k], want.variables[k], tensor + " variable");
+      for (int j = 0; j < slot_count; ++j)
+        expect_close(slots[k][j], want.slots[k][j], tensor + " slot " + std::to_string(j));
+    }
+  }
+};
+
+TEST(OptimizerUpdates, EveryReducingRuleMatchesTheTensorReference) {
+  for (const UpdateCase& c : reducing_cases()) {
+    SCOPED_TRACE(c.name);
+    ReducingTensors fused(c.update.step, c.slots, 6), naive(c.update.step, c.slots, 6);
+    const std::vector<UpdateTensors> list = fused.update_list();
+    for (int step = 0; step < 2; ++step) {
+      get(Device::cpu()).apply_update(c.update, list);
+      naive.reference_step(c.update);
+    }
+    fused.expect_close_to(naive, c.slots);
+  }
+}
+
+// math::run_reducing's passes one element after another.
+struct SerialPasses {
+  void each(Index n, const auto& f) const {
+    for (Index i = 0; i < n; ++i) f(i);
+  }
+  void loop(Index n, const auto& f) const { each(n, f); }
+  void sum(Index n, const auto& f, float* out) const {
+    double s = 0.0;
+    for (Index i = 0; i < n; ++i) s += f(i);
+    *out = static_cast<float>(s);
+  }
+};
+
+TEST(OptimizerUpdates, ReducingRulesReadingTheirScalarsFromMemoryMatchTheCpu) {
+  // math::run_reducing's functors reading the scalars per element, as the CUDA kernels do.
+  for (const UpdateCase& c : reducing_cases()) {
+    SCOPED_TRACE(c.name);
+    alignas(8) std::array<unsigned char, kUpdateScalarsBytes> memory{};
+    write_update_scalars(c.update, memory.data());
+    OptimizerUpdate reading = c.update;
+    reading.scalars = memory.data();
+    ReducingTensors functor(c.update.step, c.slots, 7), cpu(c.update.step, c.slots, 7);
+    const std::vector<UpdateTensors> list = functor.update_list(), cpu_list = cpu.update_list();
+    const SerialPasses serial;
+    for (int step = 0; step < 2; ++step) {
+      for (const UpdateTensors& t : list) math::run_reducing(reading, t, serial);
+      get(Device::cpu()).apply_update(c.update, cpu_list);
+    }
+    functor.expect_close_to(cpu, c.slots);
+  }
+}
+
+// Gradient accumulation and the moving average (OptimizerUpdate's base options) around a rule: three steps of
+// two accumulated gradients each, the third overwriting the variables with their averages.
+TEST(OptimizerUpdates, AccumulationAndMovingAverageFollowTheBaseOptions) {
+  for (const ScalarsPath how : {ScalarsPath::cpu_backend, ScalarsPath::functor}) {
+    SCOPED_TRACE(how == ScalarsPath::functor ? "functor" : "CPU backend");
+    Tensors fused(1, 11), naive(1, 11);
+    std::vector<std::vector<float>> accumulators, averages;
+    for (const std::vector<float>& v : fused.variables) {
+      accumulators.emplace_back(v.size(), 0.f);
+      averages.emplace_back(v.size(), 0.f);
+    }
+    std::vector<std::vector<float>> naive_accumulators = accumulators, naive_averages = averages;
+    std::vector<UpdateTensors> list = fused.update_list();
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      list[k].accumulator = accumulators[k].data();
+      list[k].average = averages[k].data();
+    }
+    std::vector<UpdateTensors> accumulate = list;
+    for (std::size_t k = 0; k < list.size(); ++k) list[k].gradient = accumulators[k].data();
+    for (int call = 0; call < 6; ++call) {
+      OptimizerUpdate u{SGDStep{0.1f, 0.9f, false}, 0.05f};
+      u.gradient_accumulation_steps = 2;
+      u.apply_step = call % 2 == 1;
+      u.use_ema = true;
+      u.ema_momentum = call / 2 == 0 ? 0.f : 0.7f;
+      u.overwrite_with_ema = call / 2 == 2;
+      alignas(8) std::array<unsigned char, kUpdateScalarsBytes> memory{};
+      write_update_scalars(u, memory.data());
+      OptimizerUpdate reading = u;
+      reading.scalars = memory.data();
+      if (how == ScalarsPath::cpu_backend) {
+        get(Device::cpu()).accumulate_gradients(reading, accumulate);
+      } else {
+        for (const UpdateTensors& t : accumulate)
+          math::with_accumulation(reading, t, [&](const auto& f) {
+            for (Index i = 0; i < t.n; ++i) f(i);
+          });
+      }
+      apply_reading_scalars(reading, list, how);
+      for (std::size_t k = 0; k < naive.variables.size(); ++k)
+        for (std::size_t i = 0; i < naive.variables[k].size(); ++i) {
+          float& acc = naive_accumulators[k][i];
+          float& var = naive.variables[k][i];
+          acc = naive.gradients[k][i] + acc;
+          if (u.apply_step) {
+            acc = acc / 2.f;
+            var = var - u.weight_decay * var;
+            std::array<float*, 3> s{&naive.slots[k][0][i], nullptr, nullptr};
+            reference::update(OptimizerUpdate{u.step}, var, acc, s);
+            acc = 0.f;
+          }
+          float& average = naive_averages[k][i];
+          average = u.ema_momentum * average + (1.f - u.ema_momentum) * var;
+          if (u.overwrite_with_ema) var = average;
+        }
+    }
+    for (std::size_t k = 0; k < kSizes.size(); ++k) {
+      const std::string tensor = "tensor " + std::to_string(k);
+      expect_same_bits(fused.variables[k], naive.variables[k], tensor + " variable");
+      expect_same_bits(fused.slots[k][0], naive.slots[k][0], tensor + " momentum");
+      expect_same_bits(accumulators[k], naive_accumulators[k], tensor + " accumulator");
+      expect_same_bits(averages[k], naive_averages[k], tensor + " average");
+    }
+  }
 }
 
 TEST(OptimizerUpdates, EveryRuleReadingItsScalarsFromMemoryMatchesTheReference) {
@@ -188,6 +374,26 @@ TEST(OptimizerUpdates, AnUpdateReadingMemoryUsesTheValuesThereNotItsOwn) {
     Tensors fused(2, 8), naive(2, 8);
     apply_reading_scalars(reading, fused.update_list(), how);
     reference_step(later, naive);
+    for (std::size_t k = 0; k < kSizes.size(); ++k)
+      expect_same_bits(fused.variables[k], naive.variables[k], "tensor " + std::to_string(k) + " variable");
+  }
+}
+
+TEST(OptimizerUpdates, AnUpdateWithoutWeightDecayReadingMemoryDecaysNothing) {
+  // The variables excluded from weight decay are updated by a second call whose weight_decay is 0, reading the
+  // same memory, which holds the step's weight decay for the others.
+  const OptimizerUpdate decayed{AdamStep{0.01f, 0.1f, 0.001f, 1e-7f, false}, 0.05f};
+  OptimizerUpdate undecayed = decayed;
+  undecayed.weight_decay = 0.f;
+  for (const ScalarsPath how : {ScalarsPath::cpu_backend, ScalarsPath::functor}) {
+    SCOPED_TRACE(how == ScalarsPath::functor ? "functor" : "CPU backend");
+    alignas(8) std::array<unsigned char, kUpdateScalarsBytes> memory{};
+    write_update_scalars(decayed, memory.data());
+    OptimizerUpdate reading = undecayed;
+    reading.scalars = memory.data();
+    Tensors fused(2, 9), naive(2, 9);
+    apply_reading_scalars(reading, fused.update_list(), how);
+    reference_step(undecayed, naive);
     for (std::size_t k = 0; k < kSizes.size(); ++k)
       expect_same_bits(fused.variables[k], naive.variables[k], "tensor " + std::to_string(k) + " variable");
   }
@@ -279,22 +485,29 @@ TEST(OptimizerUpdates, ClipvalueClampsElements) {
 TEST(OptimizerUpdates, WholeStepsAllocateNothingAfterTheFirst) {
   Allocator& allocator = allocator_for(Device::cpu());
   for (const std::string& type : optimizers::optimizer_types())
-    for (const char* option : {"", "clipnorm", "global_clipnorm", "clipvalue", "weight_decay"}) {
+    for (const char* option : {"", "clipnorm", "global_clipnorm", "clipvalue", "weight_decay", "use_ema",
+                               "gradient_accumulation_steps"}) {
       SCOPED_TRACE(type + " " + option);
       Config config = Config::map();
-      if (*option) config.set(option, 0.5);
+      if (std::string(option) == "use_ema")
+        config.set(option, true);
+      else if (std::string(option) == "gradient_accumulation_steps")
+        config.set(option, 2);
+      else if (*option)
+        config.set(option, 0.5);
       Config c = Config::map();
       c.set("class_name", type);
       c.set("config", config);
       const optimizers::OptimizerPtr opt = optimizers::optimizer_from_config(c);
       std::vector<VariablePtr> variables;
       std::vector<Tensor> gradients;
-      for (const Index n : {1, 7, 33, 1001}) {
+      for (const Shape& shape : {Shape{1}, Shape{7}, Shape{3, 11}, Shape{7, 11, 13}}) {
+        const auto seed = static_cast<std::uint64_t>(shape.numel());
         auto v = std::make_shared<Variable>();
-        v->name = v->path = "v" + std::to_string(n);
-        v->value = tower::testing::random_tensor({n}, 30 + static_cast<std::uint64_t>(n));
+        v->name = v->path = "v" + std::to_string(shape.numel());
+        v->value = tower::testing::random_tensor(shape, 30 + seed);
         variables.push_back(v);
-        gradients.push_back(tower::testing::random_tensor({n}, 40 + static_cast<std::uint64_t>(n)));
+        gradients.push_back(tower::testing::random_tensor(shape, 40 + seed));
       }
       opt->apply_gradients(variables, gradients);
       const std::uint64_t after_first = allocator.stats().allocations;
@@ -376,6 +589,42 @@ TEST(OptimizerUpdates, GpuUpdatesReadingScalarsFromDeviceMemoryMatchTheCpu_CUDA)
       for (int j = 0; j < c.slots; ++j)
         expect_close(gpu.slots[k][j], cpu.slots[k][j], "tensor " + std::to_string(k) + " slot " + std::to_string(j));
     }
+  }
+}
+
+TEST(OptimizerUpdates, GpuReducingUpdatesMatchTheCpu_CUDA) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no GPU";
+  const Device gpu = Device::cuda(0);
+  for (const UpdateCase& c : reducing_cases()) {
+    SCOPED_TRACE(c.name);
+    ReducingTensors on_gpu(c.update.step, c.slots, 12), cpu(c.update.step, c.slots, 12);
+    const auto to_gpu = [&](const std::vector<float>& v) {
+      return Tensor::from_vector(v, {static_cast<Index>(v.size())}).to(gpu);
+    };
+    std::vector<UpdateTensors> list = on_gpu.update_list();
+    std::vector<Tensor> held;
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      held.push_back(to_gpu(on_gpu.variables[k]));
+      list[k].variable = held.back().data<float>();
+      held.push_back(to_gpu(on_gpu.gradients[k]));
+      list[k].gradient = held.back().data<float>();
+      held.push_back(to_gpu(on_gpu.scratch[k]));
+      list[k].scratch = held.back().data<float>();
+      for (int j = 0; j < c.slots; ++j) {
+        held.push_back(to_gpu(on_gpu.slots[k][j]));
+        list[k].slots[j] = held.back().data<float>();
+      }
+    }
+    for (int step = 0; step < 2; ++step) {
+      get(gpu).apply_update(c.update, list);
+      get(Device::cpu()).apply_update(c.update, cpu.update_list());
+    }
+    const std::size_t per = 3 + static_cast<std::size_t>(c.slots);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      on_gpu.variables[k] = held[k * per].to_vector();
+      for (int j = 0; j < c.slots; ++j) on_gpu.slots[k][j] = held[k * per + 3 + static_cast<std::size_t>(j)].to_vector();
+    }
+    on_gpu.expect_close_to(cpu, c.slots);
   }
 }
 

@@ -387,9 +387,10 @@ TEST(OptimizerFromConfig, UnknownNameListsTheKnownOnes) {
   const std::string msg = message_of([] { optimizer_from_config(Config("adamm")); });
   EXPECT_TRUE(contains(msg, "'adamm'")) << msg;
   EXPECT_TRUE(contains(msg, "did you mean 'adam'")) << msg;
-  for (const char* known : {"sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam"})
+  for (const char* known : {"sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "lion", "ftrl",
+                            "lamb", "adafactor"})
     EXPECT_TRUE(contains(msg, known)) << msg;
-  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Lion"})")), ConfigError);
+  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Muon"})")), ConfigError);
   EXPECT_THROW(optimizer_from_config(Config(3)), ConfigError);
 }
 
@@ -407,14 +408,85 @@ TEST(OptimizerFromConfig, UnknownArgumentSuggestsTheClosest) {
 }
 
 TEST(OptimizerFromConfig, RejectsKerasOptionsTowerLacks) {
-  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Adam", "config": {"use_ema": true}})")),
-               ConfigError);
-  EXPECT_THROW(optimizer_from_config(
-                   Config::parse_json(R"({"class_name": "Adam", "config": {"gradient_accumulation_steps": 4}})")),
+  EXPECT_THROW(optimizer_from_config(Config::parse_json(R"({"class_name": "Adam", "config": {"loss_scale_factor": 8}})")),
                ConfigError);
   const OptimizerPtr ok = optimizer_from_config(Config::parse_json(
       R"({"class_name": "Adam", "config": {"use_ema": false, "ema_momentum": 0.99, "loss_scale_factor": null}})"));
   EXPECT_EQ(ok->type(), "Adam");
+}
+
+TEST(OptimizerFromConfig, ReadsAndWritesTheBaseOptions) {
+  const OptimizerPtr opt = optimizer_from_config(Config::parse_json(
+      R"({"class_name": "Lion", "config": {"use_ema": true, "ema_momentum": 0.5, "ema_overwrite_frequency": 3,
+          "gradient_accumulation_steps": 4}})"));
+  EXPECT_TRUE(opt->base_options().use_ema);
+  EXPECT_EQ(opt->base_options().ema_momentum, 0.5);
+  EXPECT_EQ(opt->base_options().ema_overwrite_frequency, 3);
+  EXPECT_EQ(opt->base_options().gradient_accumulation_steps, 4);
+  const Config c = opt->get_config();
+  EXPECT_EQ(c.at("use_ema"), Config(true));
+  EXPECT_EQ(c.at("ema_momentum"), Config(0.5));
+  EXPECT_EQ(c.at("ema_overwrite_frequency"), Config(3));
+  EXPECT_EQ(c.at("gradient_accumulation_steps"), Config(4));
+  EXPECT_TRUE(c.at("loss_scale_factor").is_null());
+}
+
+TEST(OptimizerBaseOptions, RejectBadValuesNamingTheOptimizerAndTheValue) {
+  const auto message = [](const char* json) {
+    return message_of([&] { optimizer_from_config(Config::parse_json(json)); });
+  };
+  EXPECT_EQ(message(R"({"class_name": "Adam", "config": {"gradient_accumulation_steps": 1}})"),
+            "Adam: argument 'gradient_accumulation_steps' must be an integer >= 2, got 1.0");
+  EXPECT_EQ(message(R"({"class_name": "SGD", "config": {"gradient_accumulation_steps": -3}})"),
+            "SGD: argument 'gradient_accumulation_steps' must be an integer >= 2, got -3.0");
+  EXPECT_EQ(message(R"({"class_name": "Lamb", "config": {"use_ema": true, "ema_momentum": 1.5}})"),
+            "Lamb: argument 'ema_momentum' must be in [0, 1], got 1.5");
+  EXPECT_EQ(message(R"({"class_name": "Nadam", "config": {"use_ema": true, "ema_momentum": -0.25}})"),
+            "Nadam: argument 'ema_momentum' must be in [0, 1], got -0.25");
+  EXPECT_EQ(message(R"({"class_name": "Ftrl", "config": {"use_ema": true, "ema_overwrite_frequency": -2}})"),
+            "Ftrl: argument 'ema_overwrite_frequency' must be an integer >= 1, got -2.0");
+  // As Keras: 0 switches accumulation and overwriting off, and ema_momentum is not read without use_ema.
+  EXPECT_NO_THROW(optimizer_from_config(Config::parse_json(
+      R"({"class_name": "Adam", "config": {"gradient_accumulation_steps": 0, "ema_momentum": 7}})")));
+}
+
+TEST(OptimizerBaseOptions, ExcludeFromWeightDecayOnlyBeforeTheFirstStep) {
+  const OptimizerPtr opt = AdamW({.learning_rate = 0.1, .weight_decay = 0.5});
+  opt->exclude_from_weight_decay({"bias"});
+  EXPECT_EQ(opt->excluded_from_weight_decay(), std::vector<std::string>{"bias"});
+  testing::Problem p = testing::make_problem(1);
+  const std::vector<float> bias_before = p.variables[1]->value.to_vector();
+  opt->apply_gradients(p.variables, {p.gradients[0][0], Tensor()});
+  EXPECT_EQ(p.variables[1]->value.to_vector(), bias_before);
+  const std::string msg = message_of([&] { opt->exclude_from_weight_decay({"kernel"}); });
+  EXPECT_TRUE(contains(msg, "AdamW.exclude_from_weight_decay")) << msg;
+  EXPECT_THROW(opt->exclude_from_weight_decay({"kernel"}), std::logic_error);
+}
+
+TEST(OptimizerBaseOptions, GradientAccumulationUpdatesEveryNthStepWithTheMean) {
+  testing::Problem accumulated = testing::make_problem(3), once = testing::make_problem(1);
+  const OptimizerPtr a = SGD({.learning_rate = 0.1, .gradient_accumulation_steps = 3});
+  const OptimizerPtr b = SGD({.learning_rate = 0.1});
+  std::vector<Tensor> mean;
+  for (std::size_t k = 0; k < 2; ++k) {
+    std::vector<float> sum(static_cast<std::size_t>(accumulated.gradients[0][k].numel()), 0.f);
+    for (int s = 0; s < 3; ++s) {
+      const std::vector<float> g = accumulated.gradients[static_cast<std::size_t>(s)][k].to_vector();
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = g[i] + sum[i];
+    }
+    for (float& x : sum) x /= 3.f;
+    mean.push_back(Tensor::from_vector(sum, accumulated.gradients[0][k].shape()));
+  }
+  const std::vector<float> start = accumulated.variables[0]->value.to_vector();
+  for (int s = 0; s < 2; ++s) {
+    a->apply_gradients(accumulated.variables, accumulated.gradients[static_cast<std::size_t>(s)]);
+    EXPECT_EQ(accumulated.variables[0]->value.to_vector(), start) << "step " << s;
+  }
+  a->apply_gradients(accumulated.variables, accumulated.gradients[2]);
+  b->apply_gradients(once.variables, mean);
+  for (std::size_t k = 0; k < 2; ++k)
+    tower::testing::expect_near(accumulated.variables[k]->value, once.variables[k]->value, 1e-6f, 1e-6f, "variable");
+  EXPECT_EQ(a->iterations(), 3);
 }
 
 TEST(OptimizerFromConfig, SerializeRoundTripsEveryOptimizer) {
@@ -428,6 +500,10 @@ TEST(OptimizerFromConfig, SerializeRoundTripsEveryOptimizer) {
       Adadelta({.learning_rate = 1.0, .rho = 0.9}),
       Adamax({.beta_2 = 0.99}),
       Nadam({.learning_rate = 0.002, .epsilon = 1e-6}),
+      Lion({.learning_rate = 0.01, .beta_2 = 0.9, .use_ema = true, .ema_overwrite_frequency = 4}),
+      Ftrl({.learning_rate_power = -0.7, .l1_regularization_strength = 0.1, .beta = 0.2}),
+      Lamb({.epsilon = 1e-5, .gradient_accumulation_steps = 2}),
+      Adafactor({.beta_2_decay = -0.6, .relative_step = false, .use_ema = true, .ema_momentum = 0.5}),
   };
   for (const OptimizerPtr& opt : all) {
     const Config c = opt->serialize();

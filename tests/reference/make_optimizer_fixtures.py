@@ -8,8 +8,9 @@ Install and run (from the repository root; any machine, CPU only):
 
 Optimizers: for each case in OPTIMIZER_CASES the script builds the Keras optimizer from a kwargs dict (a
 learning-rate schedule is given as {"class_name", "config"} and built with Keras' own deserializer), makes two
-variables, "kernel" [3, 4] and "bias" [5], with seeded values in [-1, 1), and applies 5 steps of seeded gradients
-in [-1, 1) with optimizer.apply_gradients. One file per case, tests/reference/optimizers/<case>.json:
+variables, "kernel" [3, 4] (or the case's shapes) and "bias" [5], with seeded values in [-1, 1), calls
+exclude_from_weight_decay(var_names=...) where the case names some, and applies 5 steps of seeded gradients in
+[-1, 1) with optimizer.apply_gradients. One file per case, tests/reference/optimizers/<case>.json:
 
     optimizer      {"class_name", "config"}: config is exactly the kwargs given to Keras (Tower reads the same keys)
     keras_config   optimizer.get_config() as Keras writes it (name, use_ema, ..., a schedule with its "module")
@@ -17,9 +18,17 @@ in [-1, 1) with optimizer.apply_gradients. One file per case, tests/reference/op
     gradients      [[{"name", "shape", "data"}, ...], ...]      one list per step, in variable order
     after          [[{"name", "shape", "data"}, ...], ...]      the variables after each step
     learning_rates [float, ...]                                 optimizer.learning_rate before each step
+    exclude_from_weight_decay [str, ...]   (only where given) the var_names passed to exclude_from_weight_decay
+    finalized      [{"name", "shape", "data"}]   (use_ema only) the variables after finalize_variable_values
 
 Schedules: tests/reference/optimizers/schedules.json is a list of {"name", "schedule": {"class_name", "config"},
 "steps": [int], "values": [float]}, the schedule called at each step (Keras computes in float32).
+
+Fit: for each case in FIT_CASES, tests/reference/optimizers/fit/<case>.json records model.fit of Dense(3) on 4
+features (mse, 16 seeded examples, batch_size 4, shuffle=False, 3 epochs) with the optimizer built from the
+config (and exclude_from_weight_decay where given): "optimizer", "exclude_from_weight_decay", "x", "y",
+"kernel" and "bias" before fit, "loss" per epoch, and "after": kernel and bias after fit (which, with use_ema,
+has swapped in the moving averages).
 
 Floats are written as the shortest decimal string that reads back as the same float32. The C++ tests are
 tests/optimizers/keras_optimizers_test.cpp and tests/optimizers/schedules_test.cpp.
@@ -45,8 +54,9 @@ def schedule(class_name, **config):
     return {"class_name": class_name, "config": config}
 
 
-def case(name, class_name, config):
-    return dict(name=name, class_name=class_name, config=config)
+def case(name, class_name, config, exclude_from_weight_decay=None, variables=None):
+    return dict(name=name, class_name=class_name, config=config, exclude=exclude_from_weight_decay,
+                variables=variables or VARIABLES)
 
 
 OPTIMIZER_CASES = [
@@ -95,6 +105,56 @@ OPTIMIZER_CASES = [
     case("Nadam_polynomial_schedule", "Nadam",
          {"learning_rate": schedule("PolynomialDecay", initial_learning_rate=0.05, decay_steps=3,
                                     end_learning_rate=0.01, power=2.0)}),
+    case("Lion_default", "Lion", {}),
+    case("Lion_betas_weight_decay", "Lion",
+         {"learning_rate": 0.05, "beta_1": 0.5, "beta_2": 0.9, "weight_decay": 0.1}),
+    case("Ftrl_default", "Ftrl", {"learning_rate": 0.1}),
+    case("Ftrl_regularization_beta", "Ftrl",
+         {"learning_rate": 0.2, "learning_rate_power": -0.7, "initial_accumulator_value": 0.3,
+          "l1_regularization_strength": 0.01, "l2_regularization_strength": 0.05,
+          "l2_shrinkage_regularization_strength": 0.02, "beta": 0.1}),
+    case("Lamb_default", "Lamb", {}),
+    case("Lamb_betas_clipnorm_schedule", "Lamb",
+         {"learning_rate": schedule("ExponentialDecay", initial_learning_rate=0.05, decay_steps=2, decay_rate=0.5),
+          "beta_1": 0.8, "beta_2": 0.95, "epsilon": 1e-4, "clipnorm": 1.0}),
+    case("Adafactor_default", "Adafactor", {}),
+    case("Adafactor_arguments_weight_decay", "Adafactor",
+         {"learning_rate": 0.05, "beta_2_decay": -0.5, "epsilon_1": 1e-20, "epsilon_2": 1e-2,
+          "clip_threshold": 0.5, "relative_step": False, "weight_decay": 0.1}),
+    case("Adafactor_rank3_schedule", "Adafactor",
+         {"learning_rate": schedule("PolynomialDecay", initial_learning_rate=0.5, decay_steps=4,
+                                    end_learning_rate=0.1)},
+         variables=[("kernel", (2, 3, 4)), ("bias", (5,))]),
+    # The base optimizer's options, on several rules.
+    case("Adam_use_ema", "Adam", {"learning_rate": 0.05, "use_ema": True, "ema_momentum": 0.5}),
+    case("SGD_use_ema_overwrite", "SGD",
+         {"learning_rate": 0.1, "momentum": 0.9, "use_ema": True, "ema_momentum": 0.8,
+          "ema_overwrite_frequency": 2}),
+    case("Adam_gradient_accumulation_clipnorm_weight_decay", "Adam",
+         {"learning_rate": 0.05, "gradient_accumulation_steps": 2, "clipnorm": 1.0, "weight_decay": 0.1}),
+    case("Lamb_gradient_accumulation_use_ema", "Lamb",
+         {"learning_rate": 0.05, "gradient_accumulation_steps": 2, "use_ema": True, "ema_momentum": 0.9,
+          "ema_overwrite_frequency": 2}),
+    case("Adafactor_gradient_accumulation", "Adafactor",
+         {"learning_rate": 0.1, "gradient_accumulation_steps": 3}),
+    case("AdamW_exclude_from_weight_decay", "AdamW", {"learning_rate": 0.05, "weight_decay": 0.2},
+         exclude_from_weight_decay=["bias"]),
+    case("Lion_exclude_from_weight_decay_use_ema", "Lion",
+         {"learning_rate": 0.05, "weight_decay": 0.3, "use_ema": True},
+         exclude_from_weight_decay=["ker"]),
+]
+
+FIT_CASES = [
+    case("Lion", "Lion", {"learning_rate": 0.01}),
+    case("Ftrl", "Ftrl", {"learning_rate": 0.2, "l1_regularization_strength": 0.001, "beta": 0.1}),
+    case("Lamb", "Lamb", {"learning_rate": 0.02}),
+    case("Adafactor", "Adafactor", {"learning_rate": 0.05}),
+    case("Adam_ema_accumulation_exclude", "Adam",
+         {"learning_rate": 0.05, "use_ema": True, "ema_momentum": 0.9, "ema_overwrite_frequency": 3,
+          "gradient_accumulation_steps": 2, "weight_decay": 0.1},
+         exclude_from_weight_decay=["bias"]),
+    case("Lamb_ema_accumulation", "Lamb",
+         {"learning_rate": 0.05, "use_ema": True, "ema_momentum": 0.8, "gradient_accumulation_steps": 2}),
 ]
 
 STANDARD_STEPS = [0, 1, 5, 10, 99, 100, 1000]
@@ -168,22 +228,33 @@ def make_optimizer_case(c):
     if isinstance(kwargs.get("learning_rate"), dict):
         kwargs["learning_rate"] = build_schedule(kwargs["learning_rate"])
     opt = getattr(keras.optimizers, c["class_name"])(**kwargs)
+    if c["exclude"]:
+        opt.exclude_from_weight_decay(var_names=c["exclude"])
+    shapes = c["variables"]
 
     rng = np.random.default_rng(seed_of(c["name"], "variables"))
     variables = [keras.Variable(rng.uniform(-1.0, 1.0, size=shape).astype(np.float32), name=name)
-                 for name, shape in VARIABLES]
-    initial = [tensor_json(v.numpy(), name) for v, (name, _) in zip(variables, VARIABLES)]
+                 for name, shape in shapes]
+    initial = [tensor_json(v.numpy(), name) for v, (name, _) in zip(variables, shapes)]
 
     grng = np.random.default_rng(seed_of(c["name"], "gradients"))
     gradients, after, rates = [], [], []
     for _ in range(STEPS):
-        grads = [grng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _, shape in VARIABLES]
+        grads = [grng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _, shape in shapes]
         rates.append(float(np.float32(opt.learning_rate)))
         opt.apply_gradients(zip([keras.ops.convert_to_tensor(g) for g in grads], variables))
-        gradients.append([tensor_json(g, name) for g, (name, _) in zip(grads, VARIABLES)])
-        after.append([tensor_json(v.numpy(), name) for v, (name, _) in zip(variables, VARIABLES)])
-    assert int(opt.iterations.numpy()) == STEPS
+        gradients.append([tensor_json(g, name) for g, (name, _) in zip(grads, shapes)])
+        after.append([tensor_json(v.numpy(), name) for v, (name, _) in zip(variables, shapes)])
+    # opt.iterations counts applied steps under gradient accumulation; _iterations counts calls.
+    assert int(opt._iterations.numpy()) == STEPS
+    extra = {}
+    if c["exclude"]:
+        extra["exclude_from_weight_decay"] = c["exclude"]
+    if c["config"].get("use_ema"):
+        opt.finalize_variable_values(variables)
+        extra["finalized"] = [tensor_json(v.numpy(), name) for v, (name, _) in zip(variables, shapes)]
     return {
+        **extra,
         "optimizer": {"class_name": c["class_name"], "config": c["config"]},
         "keras_config": {"class_name": c["class_name"], "config": opt.get_config()},
         "keras_version": keras.__version__,
@@ -191,6 +262,36 @@ def make_optimizer_case(c):
         "gradients": gradients,
         "after": after,
         "learning_rates": [float(f32_str(r)) for r in rates],
+    }
+
+
+def make_fit_case(c):
+    keras.utils.clear_session()
+    kwargs = dict(c["config"])
+    if isinstance(kwargs.get("learning_rate"), dict):
+        kwargs["learning_rate"] = build_schedule(kwargs["learning_rate"])
+    opt = getattr(keras.optimizers, c["class_name"])(**kwargs)
+    if c["exclude"]:
+        opt.exclude_from_weight_decay(var_names=c["exclude"])
+    rng = np.random.default_rng(seed_of(c["name"], "fit"))
+    x = rng.uniform(-1.0, 1.0, size=(16, 4)).astype(np.float32)
+    y = rng.uniform(-1.0, 1.0, size=(16, 3)).astype(np.float32)
+    kernel = rng.uniform(-0.5, 0.5, size=(4, 3)).astype(np.float32)
+    bias = rng.uniform(-0.5, 0.5, size=(3,)).astype(np.float32)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    model.layers[0].set_weights([kernel, bias])
+    model.compile(optimizer=opt, loss="mse")
+    history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)
+    k, b = model.layers[0].get_weights()
+    return {
+        "optimizer": {"class_name": c["class_name"], "config": c["config"]},
+        "exclude_from_weight_decay": c["exclude"] or [],
+        "x": tensor_json(x, "x"),
+        "y": tensor_json(y, "y"),
+        "kernel": tensor_json(kernel, "kernel"),
+        "bias": tensor_json(bias, "bias"),
+        "loss": [float(v) for v in history.history["loss"]],
+        "after": [tensor_json(k, "kernel"), tensor_json(b, "bias")],
     }
 
 
@@ -237,6 +338,7 @@ def dump(doc):
 def write(name, doc):
     text = dump(doc)
     json.loads(text)  # must be valid JSON
+    os.makedirs(os.path.dirname(os.path.join(OUT_DIR, name + ".json")), exist_ok=True)
     with open(os.path.join(OUT_DIR, name + ".json"), "w") as f:
         f.write(text)
     print(f"{name}: {len(text)} bytes")
@@ -256,6 +358,9 @@ def main():
             write(c["name"], make_optimizer_case(c))
     if not only or "schedules" in only:
         write("schedules", make_schedules())
+    for c in FIT_CASES:
+        if not only or "fit/" + c["name"] in only:
+            write("fit/" + c["name"], make_fit_case(c))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ TEST(ExperimentDocs, NameEveryRegisteredObject) {
   for (const auto& list : {losses::loss_types(), metrics::metric_types(), callbacks::callback_types(),
                            optimizers::optimizer_types(), optimizers::schedules::schedule_types(), application_names()})
     names.insert(names.end(), list.begin(), list.end());
-  EXPECT_EQ(optimizers::optimizer_types().size(), 8u);
+  EXPECT_EQ(optimizers::optimizer_types().size(), 12u);
   EXPECT_EQ(optimizers::schedules::schedule_types().size(), 6u);
   // Registered by this test program itself, as a user's program registers its own layers.
   const std::vector<std::string> test_layers = {"SqueezeExcite", "GatedDense"};  // tests/layers/custom_layer_test.cpp

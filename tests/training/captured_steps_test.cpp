@@ -103,6 +103,20 @@ optimizers::OptimizerPtr decaying_adamw() {
                             .global_clipnorm = 1.0});
 }
 
+// Lamb (a rule reducing over each tensor) with the base options whose choices are scalars in device memory:
+// gradients accumulated over two steps, moving averages overwriting the variables every third update, weight decay
+// with the biases excluded.
+optimizers::OptimizerPtr averaged_accumulating_lamb() {
+  optimizers::OptimizerPtr opt = optimizers::Lamb({.learning_rate = 0.01,
+                                                   .weight_decay = 0.05,
+                                                   .use_ema = true,
+                                                   .ema_momentum = 0.8,
+                                                   .ema_overwrite_frequency = 3,
+                                                   .gradient_accumulation_steps = 2});
+  opt->exclude_from_weight_decay({"bias"});
+  return opt;
+}
+
 // Trains the Dropout MLP (or `make_model`'s) on `device` for `epochs` of `n` examples in batches of `batch`.
 Trained train(Device device, Index n, Index batch, int epochs, std::shared_ptr<detail::StepCapturer> capturer,
               const std::function<optimizers::OptimizerPtr()>& make_optimizer = sgd_momentum,
@@ -147,10 +161,21 @@ TEST(CapturedSteps, TheOptimizersStepReplaysWithEachStepsScalars) {
   EXPECT_EQ(graphed.counts.replayed, 3 * 6 - 3);
 }
 
+TEST(CapturedSteps, AccumulatingAndAveragingStepsReplayWithEachStepsScalars) {
+  // One graph serves the steps that only accumulate, those that update and those that overwrite with the averages.
+  const Trained eager = train(Device::cpu(), 50, 8, 3, nullptr, averaged_accumulating_lamb, regularized_mlp);
+  const Trained graphed =
+      train(Device::cpu(), 50, 8, 3, std::make_shared<BodyCapturer>(), averaged_accumulating_lamb, regularized_mlp);
+  EXPECT_EQ(graphed.weights, eager.weights);
+  EXPECT_EQ(graphed.losses, eager.losses);
+  EXPECT_EQ(graphed.counts.captured, 1);
+  EXPECT_EQ(graphed.counts.replayed, 3 * 6 - 3);
+}
+
 TEST(CapturedSteps, AStepCapturedAsAGpuCapturesItNeedsNoHostCodeOnReplay) {
   // On the H200 every replayed step ended with "<Optimizer>.finish_step: the prepared step has not run": the
   // replay ran the update, but not the host's run_step.
-  for (const auto& make_optimizer : {sgd_momentum, decaying_adamw}) {
+  for (const auto& make_optimizer : {sgd_momentum, decaying_adamw, averaged_accumulating_lamb}) {
     auto capturer = std::make_shared<HostOnceCapturer>();
     Trained t;
     ASSERT_NO_THROW(t = train(Device::cpu(), 50, 8, 2, capturer, make_optimizer, regularized_mlp));

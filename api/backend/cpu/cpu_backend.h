@@ -85,6 +85,7 @@ class CpuBackend final : public Backend {
 
   // cpu_optimizers.cpp
   void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
+  void accumulate_gradients(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
   void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) override;
 
   // losses and metrics: cpu_losses.cpp

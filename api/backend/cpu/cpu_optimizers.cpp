@@ -19,13 +19,47 @@ float squared_norm(const float* x, Index n) {
   return static_cast<float>(s);
 }
 
+// The passes of math::run_reducing on the CPU.
+struct Passes {
+  template <class F>
+  void each(Index n, const F& f) const {
+    elementwise(n, f);
+  }
+  template <class F>
+  void loop(Index n, const F& f) const {
+    parallel_for(n, f, 1);
+  }
+  template <class F>
+  void sum(Index n, const F& f, float* out) const {
+    double s = 0.0;
+#pragma omp parallel reduction(+ : s) if (n > kParallelGrain)
+    {
+      const DenormalsFlushed flushed;
+#pragma omp for
+      for (Index i = 0; i < n; ++i) s += f(i);
+    }
+    *out = static_cast<float>(s);
+  }
+};
+
 }  // namespace
 
 void CpuBackend::apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
   // Scalars in memory are read once here, so the loops keep them in registers.
   const OptimizerUpdate values = update.scalars ? read_update_scalars(update) : update;
+  const Passes passes;
+  for (const UpdateTensors& t : tensors) {
+    if (math::reduces(values.step))
+      math::run_reducing(values, t, passes);
+    else
+      math::with_update(values, t, [&](const auto& f) { elementwise(t.n, f); });
+  }
+}
+
+void CpuBackend::accumulate_gradients(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
+  const OptimizerUpdate values = update.scalars ? read_update_scalars(update) : update;
   for (const UpdateTensors& t : tensors)
-    math::with_update(values, t, [&](const auto& f) { elementwise(t.n, f); });
+    math::with_accumulation(values, t, [&](const auto& f) { elementwise(t.n, f); });
 }
 
 void CpuBackend::clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) {

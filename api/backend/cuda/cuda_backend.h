@@ -113,6 +113,7 @@ class CudaBackend final : public Backend {
 
   // cuda_optimizers.cu
   void apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
+  void accumulate_gradients(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) override;
   void clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) override;
 
  private:

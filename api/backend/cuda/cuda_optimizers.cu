@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "api/backend/cuda/launch.cuh"
+#include "api/backend/cuda/reduce.cuh"
 #include "api/backend/math/optimizer_updates.h"
 
 namespace tower::backend::cuda {
@@ -16,7 +17,8 @@ namespace {
 const char* update_name(const OptimizerStep& step) {
   static constexpr const char* names[] = {"apply_update SGD",     "apply_update Adam",    "apply_update Adamax",
                                           "apply_update Nadam",   "apply_update RMSprop", "apply_update Adagrad",
-                                          "apply_update Adadelta"};
+                                          "apply_update Adadelta", "apply_update Lion",    "apply_update Ftrl",
+                                          "apply_update Lamb",     "apply_update Adafactor"};
   static_assert(std::size(names) == std::variant_size_v<OptimizerStep>);
   return names[step.index()];
 }
@@ -43,13 +45,48 @@ void squared_norm(void* temp, std::size_t& temp_bytes, const float* x, Index n, 
              op);
 }
 
+// Writes a reduction's sum to *out as float.
+struct StoreSum {
+  float* out;
+  TOWER_HD void operator()(double sum) const { *out = static_cast<float>(sum); }
+};
+
+// The passes of math::run_reducing on the GPU, in order on the backend's stream.
+struct Passes {
+  CudaBackend& backend;
+  const char* name;
+  template <class F>
+  void each(Index n, const F& f) const {
+    for_each(n, f, backend.stream(), name);
+  }
+  template <class F>
+  void loop(Index n, const F& f) const {
+    for_each(n, f, backend.stream(), name);
+  }
+  template <class F>
+  void sum(Index n, const F& f, float* out) const {
+    reduce<double>(backend, n, f, ::cuda::std::plus<double>{}, 0.0, StoreSum{out}, name);
+  }
+};
+
 }  // namespace
 
 void CudaBackend::apply_update(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
   const cudaStream_t s = stream();
   const char* name = update_name(update.step);
+  const Passes passes{*this, name};
+  for (const UpdateTensors& t : tensors) {
+    if (math::reduces(update.step))
+      math::run_reducing(update, t, passes);
+    else
+      math::with_update(update, t, [&](const auto& f) { for_each(t.n, f, s, name); });
+  }
+}
+
+void CudaBackend::accumulate_gradients(const OptimizerUpdate& update, std::span<const UpdateTensors> tensors) {
+  const cudaStream_t s = stream();
   for (const UpdateTensors& t : tensors)
-    math::with_update(update, t, [&](const auto& f) { for_each(t.n, f, s, name); });
+    math::with_accumulation(update, t, [&](const auto& f) { for_each(t.n, f, s, "accumulate_gradients"); });
 }
 
 void CudaBackend::clip_gradients(const GradientClip& clip, std::span<const ClipTensors> tensors, float* scratch) {
