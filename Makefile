@@ -7,8 +7,9 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
 SANITIZE_DIR ?= build-sanitize
+TSAN_DIR ?= build-tsan
 
-.PHONY: all deps configure build test test-sanitize demo install clean
+.PHONY: all deps configure build test test-sanitize test-tsan demo install clean
 
 all: build
 
@@ -34,6 +35,19 @@ test-sanitize: deps
 	cd $(SANITIZE_DIR) && OMP_NUM_THREADS=2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
 
+# The concurrency suites under ThreadSanitizer (CPU only; any report fails the test): a model served from many
+# threads, the data pipeline's threads, the strategies' replica threads. The kernels run on the calling threads
+# (OMP_NUM_THREADS=1): OpenMP's own threads are not instrumented. tests/tsan.supp lists what is not Tower's.
+TSAN_SUITES ?= /tests/(models/concurrent_inference|data/|distribute/)
+test-tsan: deps
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOWER_WITH_CUDA=OFF \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+	  -DTOWER_BUILD_GUI=OFF -DTOWER_BUILD_BENCH=OFF -DTOWER_BUILD_EXAMPLES=OFF -DTOWER_SANITIZE=thread \
+	  "-DTOWER_TEST_SOURCES_MATCHING=$(TSAN_SUITES)" -DTOWER_TEST_OMP_THREADS=1
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target tower_tests
+	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ctest --output-on-failure -j 2
+
 demo: build
 	$(BUILD_DIR)/bin/tower train examples/experiments/fashion_mnist_cnn.yaml
 
@@ -41,4 +55,4 @@ install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR)

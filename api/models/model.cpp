@@ -118,6 +118,7 @@ std::vector<LayerPtr> layers_in_keras_order(const Graph& graph) {
 }  // namespace
 
 void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs) {
+  const detail::ModelUse::Guard use = use_.change();
   const std::string who = "Model '" + name() + "': ";
   if (outputs.empty()) throw ShapeError(who + "a model needs at least one output");
   std::unordered_set<const Node*> input_nodes;
@@ -161,6 +162,7 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
   check_unique_layer_names(who, found);
 
+  graph_set_.store(false, std::memory_order_release);
   graph_.inputs = std::move(inputs);
   graph_.outputs = std::move(outputs);
   graph_.nodes = std::move(found);
@@ -175,12 +177,14 @@ void ModelImpl::set_graph(std::vector<SymbolicTensor> inputs, std::vector<Symbol
     throw;
   }
   layer_order_ = layers_in_keras_order(graph_);  // asked on every training step (trainable_weights)
+  graph_set_.store(true, std::memory_order_release);
   // Plans, captured steps and replicas hold the old graph's layers (a popped one among them): Keras rebuilds.
   replicas_.reset();
   replicas_made_ = false;
   plans_.clear();
   tape_plans_.clear();
   shape_plans_.clear();
+  inference_plans_.clear();
   training_loop_->invalidate_step_graphs();
 }
 
@@ -525,6 +529,7 @@ Sequential::Sequential(std::vector<LayerPtr> layers, std::string name)
 void ModelImpl::compile(optimizers::OptimizerPtr optimizer, std::vector<losses::LossPtr> losses,
                         std::vector<std::vector<metrics::MetricPtr>> metrics, std::vector<double> loss_weights,
                         std::vector<std::vector<metrics::MetricPtr>> weighted_metrics) {
+  const detail::ModelUse::Guard use = use_.change();
   if (detail::DistributionPtr d = detail::current_distribution(); d && d != distribution_) {
     distribution_ = std::move(d);
     replicas_.reset();
@@ -551,6 +556,8 @@ void ModelImpl::build_from(const data::Dataset& data) {
 
 void ModelImpl::build_from(const data::Element& batch) {
   if (has_graph() || batch.empty()) return;
+  const detail::ModelUse::Guard use = use_.change();
+  if (has_graph()) return;  // built by another thread meanwhile
   if (batch[0].rank() == 0)
     throw std::invalid_argument("Model '" + name() + "': cannot build for a scalar input (a batch needs axis 0)");
   build_for(batch[0].shape().without_batch());
@@ -571,6 +578,7 @@ detail::Replicas* ModelImpl::replicas() {
 }
 
 Device ModelImpl::device() const {
+  const std::lock_guard lock(device_mutex_);
   if (!device_) device_ = default_device();
   return *device_;
 }
@@ -584,12 +592,15 @@ void move_variables(const std::vector<VariablePtr>& variables, Device device) {
 
 void ModelImpl::to(Device device) {
   allocator_for(device);  // throws, naming the device, when this build or machine does not have it
+  const detail::ModelUse::Guard use = use_.change();
   move_variables(weights(), device);
   if (optimizer() && optimizer()->built()) move_variables(optimizer()->variables(), device);
+  const std::lock_guard lock(device_mutex_);
   if (device_ && !(*device_ == device)) {
     plans_.clear();
     tape_plans_.clear();
     shape_plans_.clear();
+    inference_plans_.clear();
     training_loop_->invalidate_step_graphs();
   }
   device_ = device;
@@ -736,6 +747,23 @@ Tensor Model::predict(const Tensor& x, PredictOptions options) {
 
 std::vector<Tensor> Model::predict(const data::Dataset& data, PredictOptions options) {
   return impl_->predict(data, options);
+}
+
+namespace {
+Tensor single_output(const ModelImpl& model, std::vector<Tensor> outputs, const char* what) {
+  if (outputs.size() != 1)
+    throw std::invalid_argument("Model '" + model.name() + "' has " + std::to_string(outputs.size()) + " outputs: " +
+                                what + " of a vector of inputs gives them all");
+  return std::move(outputs[0]);
+}
+}  // namespace
+
+Tensor Model::predict_on_batch(const Tensor& x) const {
+  return single_output(*impl_, impl_->predict_on_batch({x}), "predict_on_batch()");
+}
+
+Tensor Model::operator()(const Tensor& x) const {
+  return single_output(*impl_, impl_->call({x}), "a call");
 }
 
 callbacks::Logs Model::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {

@@ -2,10 +2,12 @@
 // Models: the functional Model(inputs, outputs) and Sequential. Both are handles (copies share one model,
 // as Python references do) over a ModelImpl, which is itself a Layer, so a model can be called on symbolic
 // tensors inside another model.
+#include <atomic>
 #include <iosfwd>
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -17,6 +19,8 @@
 #include "api/io/weights_file.h"
 #include "api/engine/input_layer.h"
 #include "api/models/distribution.h"
+#include "api/models/inference_plans.h"
+#include "api/models/model_use.h"
 #include "api/engine/layer.h"
 #include "api/training/training_loop.h"
 
@@ -106,6 +110,33 @@ class ModelImpl : public Layer {
   // Outputs for every batch of `data` (its first num_inputs() components), concatenated along axis 0.
   std::vector<Tensor> predict(const data::Dataset& data, const PredictOptions& options);
 
+  // ---- inference from any number of threads ----
+  // The outputs for one batch of inputs ([N, ...] each, N >= 1, on any device; other dtypes are converted to
+  // float32 as fit converts them) in inference mode (Dropout off, BatchNormalization's moving statistics): copies
+  // on the host (Keras' predict_on_batch), or on the model's device for call() (Keras' model(x, training=False);
+  // not recorded by a GradientTape: tape.call is the training call). predict() runs its batches the same way.
+  //
+  // Thread safety: predict, predict_on_batch and call may be called from any number of threads at once, beside one
+  // evaluate / test_on_batch at a time (model_use.h). Each call leases a plan for its inputs' shapes from the
+  // model's InferencePlans (at most plans_per_shape per shape: a call finding them all busy waits for one) and
+  // only reads the weights; every answer equals the one the same call gives alone. On a GPU the calls take turns
+  // (one at a time per device, on its stream). A call while another thread trains the model (fit,
+  // train_on_batch) throws std::logic_error; set_weights, load_weights, to() and compile wait for the calls in
+  // flight, and calls that come meanwhile wait for them. Under a distribution strategy predict runs on the
+  // replicas, one call at a time. Layers that carry state from call to call (stateful recurrent layers) carry it in
+  // the order the calls come.
+  //
+  // Throws ShapeError naming the model, the input and both shapes for an input that does not fit the model, and
+  // std::invalid_argument for a wrong number of inputs, a batch of 0 examples or inputs of different batch sizes.
+  std::vector<Tensor> predict_on_batch(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs);
+  // Drops the inference plans made so far; waits for the calls in flight.
+  void set_inference_options(const InferenceOptions& options);
+  const InferenceOptions& inference_options() const { return inference_plans_.options(); }
+  const detail::InferencePlans& inference_plans() const { return inference_plans_; }
+  // Who uses the model now (model_use.h): the training loop's calls take their turns through it.
+  detail::ModelUse& use() const { return use_; }
+
   // ---- custom steps (Keras 3's overridable train_step / test_step) ----
   // fit, train_on_batch, evaluate and test_on_batch run their batches through these; fit and evaluate keep their
   // callbacks, progress bar, History and logs around whichever step runs. A batch is (inputs..., targets...,
@@ -178,13 +209,19 @@ class ModelImpl : public Layer {
   // For subclasses that make their graph later (Sequential).
   ModelImpl(std::string type, std::string name);
   void set_graph(std::vector<SymbolicTensor> inputs, std::vector<SymbolicTensor> outputs);
-  bool has_graph() const { return !graph_.outputs.empty(); }
+  // Read by inference calls on any thread while another may build the model (a Sequential's first data).
+  bool has_graph() const { return graph_set_.load(std::memory_order_acquire); }
   void require_graph(const char* what) const;
   // After set_weights / load_weights: replicas holding their own copies of the variables take the new values.
   void weights_written();
+  // An inference call's outputs, on the host or on the model's device; `what` names the call in errors.
+  std::vector<Tensor> infer(const std::vector<Tensor>& inputs, bool on_host, const char* what);
+  void check_inference_inputs(const std::vector<Tensor>& inputs, const char* what) const;
+  friend class detail::TrainingLoop;
 
  private:
   Graph graph_;
+  std::atomic<bool> graph_set_{false};  // graph_ has outputs
   std::vector<LayerPtr> layer_order_;  // layers() of graph_, in Keras' order
   std::unique_ptr<detail::TrainingLoop> training_loop_ = std::make_unique<detail::TrainingLoop>(*this);
   std::map<std::pair<Index, bool>, std::unique_ptr<Plan>> plans_;
@@ -193,7 +230,10 @@ class ModelImpl : public Layer {
   std::list<std::pair<std::pair<std::vector<Shape>, bool>, std::unique_ptr<Plan>>> shape_plans_;
   // The plan in `slot` for `options`, made when empty and remade when stale (the trainable weights changed).
   Plan& cached_plan(std::unique_ptr<Plan>& slot, PlanOptions options);
+  mutable std::mutex device_mutex_;  // device_ is chosen by the first call that asks, from any thread
   mutable std::optional<Device> device_;
+  mutable detail::ModelUse use_;
+  detail::InferencePlans inference_plans_;
   detail::DistributionPtr distribution_ = detail::current_distribution();
   std::unique_ptr<detail::Replicas> replicas_;  // after plans_ and the graph: destroyed first
   bool replicas_made_ = false;
@@ -270,9 +310,17 @@ class Model {
   callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   callbacks::Logs evaluate(const data::Dataset& data, EvaluateOptions options = {});
   callbacks::Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
-  // Single-output models; see ModelImpl::predict for several outputs.
+  // Single-output models; see ModelImpl::predict for several outputs. Thread-safe (ModelImpl::predict_on_batch).
   Tensor predict(const Tensor& x, PredictOptions options = {});
   std::vector<Tensor> predict(const data::Dataset& data, PredictOptions options = {});
+  // One batch's outputs on the host, from any thread (ModelImpl::predict_on_batch); the Tensor form for a model of
+  // one input and one output.
+  Tensor predict_on_batch(const Tensor& x) const;
+  std::vector<Tensor> predict_on_batch(const std::vector<Tensor>& inputs) const { return impl_->predict_on_batch(inputs); }
+  // model(x): Keras' model(x, training=False) on concrete tensors, the outputs on the model's device, from any
+  // thread (ModelImpl::call).
+  Tensor operator()(const Tensor& x) const;
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const { return impl_->call(inputs); }
   callbacks::Logs train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
   callbacks::Logs test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = Tensor());
   // The optimizer given to compile(); null before.

@@ -17,6 +17,7 @@ std::vector<Tensor> ModelImpl::get_weights() const {
 }
 
 void ModelImpl::set_weights(const std::vector<Tensor>& values) {
+  const detail::ModelUse::Guard use = use_.change();
   const std::vector<VariablePtr> ws = weights();
   if (values.size() != ws.size())
     throw std::invalid_argument("Model '" + name() + "': set_weights() got " + std::to_string(values.size()) +
@@ -39,6 +40,7 @@ void ModelImpl::save_weights(const std::string& path) const {
 }
 
 void ModelImpl::load_weights(const std::string& path) {
+  const detail::ModelUse::Guard use = use_.change();
   if (io::keras_weights_format(path) != io::KerasWeightsFormat::none) {
     io::load_keras_weights(*this, path);
     weights_written();
@@ -69,6 +71,7 @@ std::vector<const io::NamedTensor*> match_weights(const std::vector<VariablePtr>
 }  // namespace
 
 void ModelImpl::assign_weights(const io::WeightsFile& file, const std::string& path) {
+  const detail::ModelUse::Guard use = use_.change();
   const std::vector<VariablePtr> ws = weights();
   if (file.weights.size() != ws.size())
     throw std::invalid_argument("weights file '" + path + "' holds " + std::to_string(file.weights.size()) +

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "api/core/device_memory.h"
+#include "api/core/device_turn.h"
 #include "api/metrics/mean.h"
 #include "api/models/fit_failure.h"
 #include "api/models/model.h"
@@ -596,9 +598,17 @@ TrainingLoop::Gathered& TrainingLoop::distributed_step(Replicas& replicas, const
   return g;
 }
 
-void TrainingLoop::step(const data::Element& batch, Mode mode) {
+void TrainingLoop::step(const data::Element& batch, Mode mode, Predictions* predictions) {
   check_batch(batch, mode);
   const std::size_t no = model_.outputs().size();
+  if (mode == Mode::predict && !model_.distribution()) {
+    std::vector<Tensor> outputs =
+        model_.infer(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(model_.inputs().size())),
+                     true, "predict()");
+    predictions->resize(no);
+    for (std::size_t o = 0; o < no; ++o) (*predictions)[o].push_back(std::move(outputs[o]));
+    return;
+  }
   const Index n = batch[0].dim(0);
   const bool training = mode == Mode::train;
   if (training && std::find(trained_batch_sizes_.begin(), trained_batch_sizes_.end(), n) == trained_batch_sizes_.end())
@@ -612,6 +622,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
   const LossInputs* in = nullptr;
   std::function<const Tensor&(std::size_t)> y_pred;
   bool graphed = false;  // penalties and update done in the (captured) step
+  std::unique_lock<std::mutex> turn;  // the model's GPU, while this step issues work to it (device_turn.h)
   if (replicas) {
     if (model_.has_unknown_input_sizes())
       throw std::invalid_argument("Model '" + model_.name() +
@@ -634,6 +645,7 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     if (per_shape)
       for (std::size_t i = 0; i < model_.inputs().size(); ++i) shapes.push_back(batch[i].shape());
     plan = per_shape ? &model_.plan_for(shapes, training) : &model_.plan_for(n, training);
+    if (!plan->options().device.is_cpu()) turn = std::unique_lock(device_turn(plan->options().device));
     StepBuffers& single = step_buffers(buffers_, *plan, mode);
     ReplicaSlot slot{0, n, plan, &single};
     StepCapturer* capturer =
@@ -646,8 +658,8 @@ void TrainingLoop::step(const data::Element& batch, Mode mode) {
     y_pred = [plan](std::size_t o) -> const Tensor& { return plan->output(static_cast<int>(o)); };
   }
   if (mode == Mode::predict) {
-    predictions_.resize(no);
-    for (std::size_t o = 0; o < no; ++o) predictions_[o].push_back(y_pred(o).clone());
+    predictions->resize(no);
+    for (std::size_t o = 0; o < no; ++o) (*predictions)[o].push_back(y_pred(o).clone());
     return;
   }
 
@@ -733,7 +745,8 @@ void TrainingLoop::EpochBatches::ran_out() {
             << "Dataset::repeat() makes it endless).\n";
 }
 
-std::int64_t TrainingLoop::run_epoch(Mode mode, EpochBatches& batches, const std::vector<CallbackPtr>& cbs) {
+std::int64_t TrainingLoop::run_epoch(Mode mode, EpochBatches& batches, const std::vector<CallbackPtr>& cbs,
+                                     Predictions* predictions) {
   std::int64_t s = 0;
   while (std::optional<data::Element> batch = batches.next()) {
     each(cbs, [&](callbacks::Callback& cb) {
@@ -743,7 +756,7 @@ std::int64_t TrainingLoop::run_epoch(Mode mode, EpochBatches& batches, const std
     });
     if (mode == Mode::train) model_.train_step(*batch);
     else if (mode == Mode::test) model_.test_step(*batch);
-    else step(*batch, mode);
+    else step(*batch, mode, predictions);
     // The running values are read from the device only if a callback looks at them (Logs::defer).
     Logs l;
     if (mode != Mode::predict) {
@@ -787,6 +800,7 @@ void TrainingLoop::sync_replicas() {
 }
 
 Logs TrainingLoop::train_on_batch(const data::Element& batch) {
+  const ModelUse::Guard use = model_.use().training();
   require_compiled("train_on_batch()");
   model_.build_from(batch);
   reset_metrics();
@@ -795,6 +809,7 @@ Logs TrainingLoop::train_on_batch(const data::Element& batch) {
 }
 
 Logs TrainingLoop::test_on_batch(const data::Element& batch) {
+  const ModelUse::Guard use = model_.use().evaluation("Model '" + model_.name() + "'", "test_on_batch()");
   require_compiled("test_on_batch()");
   model_.build_from(batch);
   reset_metrics();
@@ -858,6 +873,7 @@ void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::
 
 Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& options,
                             const std::vector<CallbackPtr>* fit_callbacks) {
+  const ModelUse::Guard use = model_.use().evaluation("Model '" + model_.name() + "'", "evaluate()");
   require_compiled("evaluate()");
   model_.build_from(data);
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
@@ -877,32 +893,36 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
 }
 
 std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const PredictOptions& options) {
+  // On the model's inference plans, beside other threads' calls; on a strategy's replicas, one call at a time.
+  const std::string who = "Model '" + model_.name() + "'";
+  const ModelUse::Guard use = model_.distribution() ? model_.use().evaluation(who, "predict()")
+                                                    : model_.use().inference(who, "predict()");
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });
   sync_replicas();
-  predictions_.assign(model_.outputs().size(), {});
-  EpochBatches batches(data, options.steps, "Model '" + model_.name() + "': predict()");
+  Predictions predictions(model_.outputs().size());
+  EpochBatches batches(data, options.steps, who + ": predict()");
   batches.begin_epoch();
-  run_epoch(Mode::predict, batches, cbs);
+  run_epoch(Mode::predict, batches, cbs, &predictions);
   std::vector<Tensor> result;
-  for (std::size_t o = 0; o < predictions_.size(); ++o) {
+  for (std::size_t o = 0; o < predictions.size(); ++o) {
     Index total = 0;
-    for (const Tensor& p : predictions_[o]) total += p.dim(0);
+    for (const Tensor& p : predictions[o]) total += p.dim(0);
     Tensor out(model_.outputs()[o].shape().with_batch(total));
     Index row = 0;
-    for (const Tensor& p : predictions_[o]) {
+    for (const Tensor& p : predictions[o]) {
       out.slice(row, row + p.dim(0)).copy_from(p);
       row += p.dim(0);
     }
     result.push_back(out);
   }
-  predictions_.clear();
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_end(Logs()); });
   return result;
 }
 
 callbacks::History TrainingLoop::fit(const data::Dataset& train, const FitOptions& options) try {
+  const ModelUse::Guard use = model_.use().training();
   require_compiled("fit()");
   model_.build_from(train);
   if (options.epochs < 0 || options.initial_epoch < 0)

@@ -248,10 +248,15 @@ class TrainingLoop {
                        callbacks::CallbackPtr last = nullptr);
   // The epoch driver: runs `mode` on the epoch's batches (begin_epoch() called), calling the mode's batch hooks of
   // `cbs` around each. Returns the number of batches run.
-  std::int64_t run_epoch(Mode mode, EpochBatches& batches, const std::vector<callbacks::CallbackPtr>& cbs);
+  // predict appends each batch's outputs to `predictions` (per output).
+  using Predictions = std::vector<std::vector<Tensor>>;
+  std::int64_t run_epoch(Mode mode, EpochBatches& batches, const std::vector<callbacks::CallbackPtr>& cbs,
+                         Predictions* predictions = nullptr);
   // The step driver: forward on every replica (or the model's own plan) and, but for predict, the loss, the
-  // metrics and, for training, backward and one optimizer update. predict appends the outputs to predictions_.
-  void step(const data::Element& batch, Mode mode);
+  // metrics and, for training, backward and one optimizer update. predict appends the outputs to `predictions`:
+  // from the model's inference plans (ModelImpl::infer, any number of threads at once) or, under a strategy, from
+  // the replicas.
+  void step(const data::Element& batch, Mode mode, Predictions* predictions = nullptr);
   // One replica's forward on its rows of a global batch of n examples, their per-example losses and, for
   // training, the gradient of its part of the loss (sum over its rows / the global count) and backward.
   void replica_step(ReplicaSlot& slot, const data::Element& batch, Index n, Mode mode);
@@ -332,7 +337,6 @@ class TrainingLoop {
   std::vector<ReplicaSlot> slots_;
   std::map<Index, Gathered> gathered_;
   std::vector<Tensor> parts_;
-  std::vector<std::vector<Tensor>> predictions_;  // predict: per output, every batch's outputs so far
   std::vector<callbacks::CallbackPtr> fit_callbacks_;
   const data::Dataset* train_data_ = nullptr;
   std::vector<Index> trained_batch_sizes_;  // global batch sizes with a training plan (made or restored)

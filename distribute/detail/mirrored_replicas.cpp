@@ -8,6 +8,7 @@
 #include "api/backend/backend.h"
 #include "api/core/alignment.h"
 #include "api/core/device_memory.h"
+#include "api/core/device_turn.h"
 #include "api/core/random.h"
 #include "api/engine/plan.h"
 #include "api/models/model.h"
@@ -40,17 +41,10 @@ MirroredReplicas::MirroredReplicas(ModelImpl& model, std::vector<LogicalDevice> 
     throw std::invalid_argument(who_ + "NCCL between workers needs workers with GPU replicas; the replicas are on " +
                                 devices_[0].name + (workers_ ? "" : " of one process"));
   if (devices_[0].device.is_cuda()) {
-    // Logical GPUs of one GPU share its backend: their threads take turns issuing work to it.
-    for (int r = 0; r < local_; ++r) {
-      const auto ur = static_cast<std::size_t>(r);
-      if (turns_[ur]) continue;
-      std::vector<std::size_t> sharing;
-      for (std::size_t i = ur; i < devices_.size(); ++i)
-        if (devices_[i].device == devices_[ur].device) sharing.push_back(i);
-      if (sharing.size() < 2) continue;
-      turn_locks_.push_back(std::make_unique<std::mutex>());
-      for (std::size_t i : sharing) turns_[i] = turn_locks_.back().get();
-    }
+    // Logical GPUs of one GPU share its backend: their threads take turns issuing work to it (device_turn.h).
+    for (std::size_t r = 0; r < turns_.size(); ++r)
+      for (std::size_t i = 0; i < devices_.size(); ++i)
+        if (i != r && devices_[i].device == devices_[r].device) turns_[r] = &device_turn(devices_[r].device);
   }
   if (workers_) {
     worker_ = workers_->rank();

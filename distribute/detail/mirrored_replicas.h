@@ -164,7 +164,6 @@ class MirroredReplicas final : public tower::detail::Replicas, private ReplicaVa
   std::vector<BucketTracker> trackers_;
   std::vector<std::vector<float*>> bucket_parts_;
   // Per replica: its GPU's turn when it shares the GPU with another replica, else null.
-  std::vector<std::unique_ptr<std::mutex>> turn_locks_;
   std::vector<std::mutex*> turns_;
   const std::vector<Tensor>* gradients_ = nullptr;
   std::vector<float> staging_;

@@ -73,14 +73,18 @@ TEST(VariableLength, FitTrainsOnBucketedBatchesOfSeveralLengths) {
 
 TEST(VariableLength, PlansAreKeptPerShapeUpToABound) {
   Model model = sequence_model();
-  for (Index t = 1; t <= static_cast<Index>(ModelImpl::kShapePlans) + 4; ++t) {
-    std::vector<float> v(static_cast<std::size_t>(2 * t), 1.f);
-    model.predict(ids(v, 2));
-  }
+  for (Index t = 1; t <= static_cast<Index>(ModelImpl::kShapePlans) + 4; ++t) model->plan_for({Shape{2, t}}, false);
   EXPECT_EQ(model->shape_plan_count(), ModelImpl::kShapePlans);
   Plan& p = model->plan_for({Shape{2, 3}}, false);
   EXPECT_EQ(p.input_shape(0), Shape({2, 3}));
   EXPECT_EQ(&model->plan_for({Shape{2, 3}}, false), &p);  // kept
+  // predict's plans (the inference plans, InferenceOptions::max_shapes) are bounded the same way.
+  model->set_inference_options({.max_shapes = 4});
+  for (Index t = 1; t <= 10; ++t) {
+    std::vector<float> v(static_cast<std::size_t>(2 * t), 1.f);
+    model.predict(ids(v, 2));
+  }
+  EXPECT_EQ(model->inference_plans().shape_count(), 4u);
 }
 
 TEST(VariableLength, AnUnknownSizeWithoutTheBatchShapeIsAClearError) {

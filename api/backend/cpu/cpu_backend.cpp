@@ -1,4 +1,5 @@
 #include "api/backend/cpu/cpu_backend.h"
+#include "api/backend/threads_on_this_thread.h"
 
 #include <omp.h>
 
@@ -536,12 +537,12 @@ int initial_threads() {
     }
   return omp_get_num_procs();
 }
-int& thread_setting() {
-  static int n = [] {
+std::atomic<int>& thread_setting() {
+  static std::atomic<int> n{[] {
     const int t = initial_threads();
     omp_set_num_threads(t);
     return t;
-  }();
+  }()};
   return n;
 }
 std::atomic<bool>& flush_setting() {
@@ -553,14 +554,23 @@ std::atomic<bool>& flush_setting() {
 }
 }  // namespace
 
-int num_threads() { return thread_setting(); }
+int num_threads() { return thread_setting().load(std::memory_order_relaxed); }
+
+ThreadsOnThisThread::ThreadsOnThisThread(int n) : previous_(omp_get_max_threads()) {
+  if (n <= 0) throw std::invalid_argument("ThreadsOnThisThread: " + std::to_string(n) + " is not a positive count");
+  if (n != previous_) omp_set_num_threads(n);
+}
+
+ThreadsOnThisThread::~ThreadsOnThisThread() {
+  if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+}
 
 bool flush_denormals() { return flush_setting().load(std::memory_order_relaxed); }
 void set_flush_denormals(bool on) { flush_setting().store(on, std::memory_order_relaxed); }
 
 void set_num_threads(int n) {
   if (n <= 0) throw std::invalid_argument("set_num_threads: " + std::to_string(n) + " is not a positive count");
-  thread_setting() = n;
+  thread_setting().store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
 }
 

@@ -107,7 +107,7 @@ class DnnlBatchNorm final : public BatchNormOp {
 
  private:
   static void run(const dnnl::primitive& prim, const std::unordered_map<int, memory>& args) {
-    dnnl::stream& stream = dnnl_context().stream;
+    dnnl::stream& stream = dnnl_context().stream();
     prim.execute(stream, args);
     stream.wait();
   }

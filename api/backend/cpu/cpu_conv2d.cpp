@@ -191,27 +191,27 @@ void CpuConv2DOp::forward(const float* x, const float* w, const float* bias, flo
   y_.set_data_handle(y);
   if (bias) bias_.set_data_handle(const_cast<float*>(bias));
   const Staged& weights = bias ? w_fwd_ : w_fwd_no_bias_;
-  if (weights.reorder) weights.reorder.run(context_.stream);
-  (bias ? fwd_ : fwd_no_bias_).run(context_.stream);
-  context_.stream.wait();
+  if (weights.reorder) weights.reorder.run(context_.stream());
+  (bias ? fwd_ : fwd_no_bias_).run(context_.stream());
+  context_.stream().wait();
 }
 
 void CpuConv2DOp::backward_data(const float* dy, const float* w, float* dx) {
   dy_.set_data_handle(const_cast<float*>(dy));
   w_user_.set_data_handle(const_cast<float*>(w));
   dx_.set_data_handle(dx);
-  if (w_bwd_.reorder) w_bwd_.reorder.run(context_.stream);
-  bwd_data_.run(context_.stream);
-  context_.stream.wait();
+  if (w_bwd_.reorder) w_bwd_.reorder.run(context_.stream());
+  bwd_data_.run(context_.stream());
+  context_.stream().wait();
 }
 
 void CpuConv2DOp::backward_weights(const float* x, const float* dy, float* dw, float* dbias) {
   x_.set_data_handle(const_cast<float*>(x));
   dy_.set_data_handle(const_cast<float*>(dy));
   dw_user_.set_data_handle(dw);
-  bwd_weights_.run(context_.stream);
-  if (dw_.reorder) dw_.reorder.run(context_.stream);
-  context_.stream.wait();
+  bwd_weights_.run(context_.stream());
+  if (dw_.reorder) dw_.reorder.run(context_.stream());
+  context_.stream().wait();
   if (dbias) column_sums(dy, dbias, rows_, out_c_);
 }
 

@@ -7,9 +7,14 @@
 
 namespace tower::backend::cpu {
 
+// One engine for every thread; a stream per thread (oneDNN's streams are not for several threads at once), so
+// primitives run from any number of threads, each on its caller's stream.
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
+  dnnl::stream& stream() {
+    thread_local dnnl::stream own{engine};
+    return own;
+  }
 };
 
 }  // namespace tower::backend::cpu
