@@ -38,6 +38,9 @@ test-sanitize: deps
 # The concurrency suites under ThreadSanitizer (CPU only; any report fails the test): a model served from many
 # threads, the data pipeline's threads, the strategies' replica threads. The kernels run on the calling threads
 # (OMP_NUM_THREADS=1): OpenMP's own threads are not instrumented. tests/tsan.supp lists what is not Tower's.
+# The tests of ParameterServerStrategy's clusters and of MultiWorkerMirroredStrategy's mpirun jobs are left out:
+# Debian's gRPC and OpenMPI (with libevent) are not instrumented, and what their threads hand to Tower's looks
+# unsynchronised to ThreadSanitizer (the other stages run them).
 TSAN_SUITES ?= /tests/(models/concurrent_inference|data/|distribute/)
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOWER_WITH_CUDA=OFF \
@@ -46,7 +49,7 @@ test-tsan: deps
 	  "-DTOWER_TEST_SOURCES_MATCHING=$(TSAN_SUITES)" -DTOWER_TEST_OMP_THREADS=1
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target tower_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-	  ctest --output-on-failure -j 2
+	  ctest --output-on-failure -j 2 -E '^(ParameterServer|MultiWorker)\.'
 
 demo: build
 	$(BUILD_DIR)/bin/tower train examples/experiments/fashion_mnist_cnn.yaml

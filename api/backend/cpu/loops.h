@@ -18,7 +18,9 @@ namespace tower::backend::cpu {
 // division round like scalar. GCC only: Clang (14) does not clone function templates, so it builds the baseline.
 // Building with -DTOWER_VECTOR_CLONES_UP_TO_AVX2 leaves the AVX-512 clone out, so that an AVX-512 machine runs
 // the loops an AVX2-only machine runs (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's kernels; bench/RESULTS.md).
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__clang__)
+// ThreadSanitizer builds (make test-tsan) leave the clones out: their resolvers run while the dynamic loader
+// relocates the library, before ThreadSanitizer's runtime can take their instrumented calls.
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #ifdef TOWER_VECTOR_CLONES_UP_TO_AVX2
 #define TOWER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
