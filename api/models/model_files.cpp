@@ -200,7 +200,16 @@ void Model::save(const std::string& path) const {
 }
 
 Model Model::load(const std::string& path) {
-  const io::WeightsFile file = io::read_weights_file(path);
+  const io::WeightsFile file = [&] {
+    try {
+      return io::read_weights_file(path);
+    } catch (const std::runtime_error& e) {
+      // The reader names a weights file; this one is a model's.
+      const std::string what = e.what(), prefix = "weights file '" + path + "': ";
+      if (what.rfind(prefix, 0) != 0) throw;
+      throw std::runtime_error("model file '" + path + "': " + what.substr(prefix.size()));
+    }
+  }();
   // save() stores the model's config (a map) under "model"; save_weights() only the model's name.
   if (!file.extra.contains("model") || !file.extra.at("model").is_map())
     throw std::invalid_argument("'" + path + "' holds weights only (save_weights); load it with load_weights()");

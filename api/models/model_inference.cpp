@@ -9,25 +9,25 @@
 namespace tower {
 
 void ModelImpl::check_inference_inputs(const std::vector<Tensor>& inputs, const char* what) const {
-  const std::string who = "Model '" + name() + "': " + what + ": ";
+  const auto who = [&] { return "Model '" + name() + "': " + what + ": "; };
   if (inputs.size() != graph_.inputs.size())
-    throw std::invalid_argument(who + "got " + std::to_string(inputs.size()) + " input(s); the model takes " +
+    throw std::invalid_argument(who() + "got " + std::to_string(inputs.size()) + " input(s); the model takes " +
                                 std::to_string(graph_.inputs.size()));
   Index n = -1;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     const SymbolicTensor& in = graph_.inputs[i];
-    if (!x.defined()) throw std::invalid_argument(who + "input '" + in.name() + "' is an undefined tensor");
+    if (!x.defined()) throw std::invalid_argument(who() + "input '" + in.name() + "' is an undefined tensor");
     const Shape& want = in.shape();
     bool fits = x.rank() == want.rank();
     for (int d = 1; fits && d < want.rank(); ++d) fits = want[d] < 0 ? x.dim(d) > 0 : x.dim(d) == want[d];
     if (fits && want[0] >= 0) fits = x.dim(0) == want[0];
     if (!fits)
-      throw ShapeError(who + "input '" + in.name() + "' has shape " + x.shape().to_string() + ", the model expects " +
+      throw ShapeError(who() + "input '" + in.name() + "' has shape " + x.shape().to_string() + ", the model expects " +
                        want.to_string());
-    if (x.dim(0) == 0) throw std::invalid_argument(who + "input '" + in.name() + "' is a batch of 0 examples");
+    if (x.dim(0) == 0) throw std::invalid_argument(who() + "input '" + in.name() + "' is a batch of 0 examples");
     if (n >= 0 && x.dim(0) != n)
-      throw std::invalid_argument(who + "input '" + in.name() + "' has " + std::to_string(x.dim(0)) +
+      throw std::invalid_argument(who() + "input '" + in.name() + "' has " + std::to_string(x.dim(0)) +
                                   " examples, input '" + graph_.inputs[0].name() + "' " + std::to_string(n));
     n = x.dim(0);
   }
@@ -35,9 +35,10 @@ void ModelImpl::check_inference_inputs(const std::vector<Tensor>& inputs, const 
 
 std::vector<Tensor> ModelImpl::infer(const std::vector<Tensor>& inputs, bool on_host, const char* what) {
   if (!has_graph() && !inputs.empty() && inputs[0].defined()) build_from(data::Element{inputs[0]});
+  // The graph is read after the guard: a Sequential's add() changes it only between calls.
+  const detail::ModelUse::Guard use = use_.inference(name(), what);
   require_graph(what);
   check_inference_inputs(inputs, what);
-  const detail::ModelUse::Guard use = use_.inference("Model '" + name() + "'", what);
   const Device device = this->device();
   std::unique_lock<std::mutex> gpu;
   if (!device.is_cpu()) gpu = std::unique_lock(device_turn(device));  // one call at a time issues work to a GPU

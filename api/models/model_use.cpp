@@ -10,8 +10,8 @@ ModelUse::Guard::~Guard() {
   if (use_) use_->release(kind_);
 }
 
-void ModelUse::trains_elsewhere(const std::string& who, const char* what) {
-  throw std::logic_error(who + ": " + what + " was called while the model trains (fit() or train_on_batch() on "
+void ModelUse::trains_elsewhere(const std::string& model, const char* what) {
+  throw std::logic_error("Model '" + model + "': " + what + " was called while the model trains (fit() or train_on_batch() on "
                          "another thread); inference and evaluation run before or after training, not during it");
 }
 
@@ -28,27 +28,30 @@ int& ModelUse::held_here() const {
   return held.emplace_back(this, 0).second;
 }
 
-ModelUse::Guard ModelUse::inference(const std::string& who, const char* what) {
+ModelUse::Guard ModelUse::inference(const std::string& model, const char* what) {
   std::unique_lock lock(mutex_);
   if (owns_exclusive() || owns_evaluation() || held_here() > 0) return Guard(this, Guard::Kind::nested);
   changed_.wait(lock, [&] { return training_ || (exclusive_depth_ == 0 && writers_waiting_ == 0); });
-  if (training_) trains_elsewhere(who, what);
+  if (training_) trains_elsewhere(model, what);
   ++inference_;
   ++held_here();
   return Guard(this, Guard::Kind::inference);
 }
 
-ModelUse::Guard ModelUse::evaluation(const std::string& who, const char* what) {
+ModelUse::Guard ModelUse::evaluation(const std::string& model, const char* what) {
   std::unique_lock lock(mutex_);
   if (owns_exclusive()) return Guard(this, Guard::Kind::nested);
   if (owns_evaluation()) {
     ++evaluation_depth_;
     return Guard(this, Guard::Kind::evaluation);
   }
+  // A writer waiting for this thread's own inference call to end does not hold up this thread's evaluation (a
+  // predict callback's evaluate).
+  const bool inferring = held_here() > 0;
   changed_.wait(lock, [&] {
-    return training_ || (exclusive_depth_ == 0 && writers_waiting_ == 0 && evaluation_depth_ == 0);
+    return training_ || (exclusive_depth_ == 0 && (inferring || writers_waiting_ == 0) && evaluation_depth_ == 0);
   });
-  if (training_) trains_elsewhere(who, what);
+  if (training_) trains_elsewhere(model, what);
   evaluation_owner_ = std::this_thread::get_id();
   evaluation_depth_ = 1;
   return Guard(this, Guard::Kind::evaluation);

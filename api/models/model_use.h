@@ -38,10 +38,10 @@ class ModelUse {
     Kind kind_ = Kind::nested;
   };
 
-  // `who` names the model in errors ("Model 'cnn'"); `what` the call ("predict()"). Throws std::logic_error while
+  // `model` and `what` name the model ("cnn") and the call ("predict()") in the error: std::logic_error while
   // another thread trains the model.
-  [[nodiscard]] Guard inference(const std::string& who, const char* what);
-  [[nodiscard]] Guard evaluation(const std::string& who, const char* what);
+  [[nodiscard]] Guard inference(const std::string& model, const char* what);
+  [[nodiscard]] Guard evaluation(const std::string& model, const char* what);
   [[nodiscard]] Guard training();
   [[nodiscard]] Guard change();
 
@@ -56,7 +56,7 @@ class ModelUse {
   bool owns_evaluation() const { return evaluation_depth_ > 0 && evaluation_owner_ == std::this_thread::get_id(); }
   // How many inference guards of this model the calling thread holds.
   int& held_here() const;
-  [[noreturn]] static void trains_elsewhere(const std::string& who, const char* what);
+  [[noreturn]] static void trains_elsewhere(const std::string& model, const char* what);
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

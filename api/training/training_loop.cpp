@@ -809,7 +809,7 @@ Logs TrainingLoop::train_on_batch(const data::Element& batch) {
 }
 
 Logs TrainingLoop::test_on_batch(const data::Element& batch) {
-  const ModelUse::Guard use = model_.use().evaluation("Model '" + model_.name() + "'", "test_on_batch()");
+  const ModelUse::Guard use = model_.use().evaluation(model_.name(), "test_on_batch()");
   require_compiled("test_on_batch()");
   model_.build_from(batch);
   reset_metrics();
@@ -873,7 +873,7 @@ void TrainingLoop::update_metrics(const std::vector<Tensor>& y_true, const std::
 
 Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& options,
                             const std::vector<CallbackPtr>* fit_callbacks) {
-  const ModelUse::Guard use = model_.use().evaluation("Model '" + model_.name() + "'", "evaluate()");
+  const ModelUse::Guard use = model_.use().evaluation(model_.name(), "evaluate()");
   require_compiled("evaluate()");
   model_.build_from(data);
   std::vector<CallbackPtr> cbs = fit_callbacks ? *fit_callbacks : options.callbacks;
@@ -895,8 +895,8 @@ Logs TrainingLoop::evaluate(const data::Dataset& data, const EvaluateOptions& op
 std::vector<Tensor> TrainingLoop::predict(const data::Dataset& data, const PredictOptions& options) {
   // On the model's inference plans, beside other threads' calls; on a strategy's replicas, one call at a time.
   const std::string who = "Model '" + model_.name() + "'";
-  const ModelUse::Guard use = model_.distribution() ? model_.use().evaluation(who, "predict()")
-                                                    : model_.use().inference(who, "predict()");
+  const ModelUse::Guard use = model_.distribution() ? model_.use().evaluation(model_.name(), "predict()")
+                                                    : model_.use().inference(model_.name(), "predict()");
   std::vector<CallbackPtr> cbs = options.callbacks;
   start_callbacks(cbs, options.verbose, 1, steps_of(data, options.steps));
   each(cbs, [&](callbacks::Callback& cb) { cb.on_predict_begin(Logs()); });

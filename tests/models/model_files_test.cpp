@@ -6,6 +6,7 @@
 
 #include "api/io/weights_file.h"
 #include "api/models/model.h"
+#include "testing/errors.h"
 #include "testing/layer_test.h"
 
 namespace tower {
@@ -53,6 +54,12 @@ TEST(ModelFiles, SaveAndLoadKeepTheWeightsOfASharedLayerModel) {
                                                           "C/bias", "D/kernel", "D/bias"}));
   const Tensor x = testing::random_tensor({5, 4}, 3);
   testing::expect_near(back.predict(x), m.predict(x), 0.f, 0.f, "predictions after Model::load");
+}
+
+TEST(ModelFiles, AMissingModelFileIsCalledAModelFile) {
+  const std::string path = (temp_dir() / "missing.tower").string();
+  const std::string message = testing::error_of([&] { Model::load(path); });
+  EXPECT_EQ(message.rfind("model file '" + path + "': cannot open", 0), 0u) << message;
 }
 
 TEST(ModelFiles, WeightsAreMatchedByPathWhenTheFileNamesEveryWeight) {

@@ -17,10 +17,10 @@ using namespace std::chrono_literals;
 
 TEST(ModelUse, InferenceCallsRunTogetherAndAChangeWaitsForThem) {
   ModelUse use;
-  auto a = std::make_unique<ModelUse::Guard>(use.inference("Model 'm'", "predict()"));
+  auto a = std::make_unique<ModelUse::Guard>(use.inference("m", "predict()"));
   std::promise<void> entered;
   std::thread other([&] {
-    const ModelUse::Guard b = use.inference("Model 'm'", "predict()");  // beside a
+    const ModelUse::Guard b = use.inference("m", "predict()");  // beside a
     entered.set_value();
   });
   EXPECT_EQ(entered.get_future().wait_for(5s), std::future_status::ready);
@@ -41,12 +41,12 @@ TEST(ModelUse, InferenceFromAnotherThreadWhileTrainingThrowsAndOnTheTrainingThre
   ModelUse use;
   const ModelUse::Guard training = use.training();
   EXPECT_TRUE(use.training_now());
-  { const ModelUse::Guard nested = use.inference("Model 'm'", "predict()"); }  // a callback's predict
-  { const ModelUse::Guard nested = use.evaluation("Model 'm'", "evaluate()"); }  // fit's validation
+  { const ModelUse::Guard nested = use.inference("m", "predict()"); }  // a callback's predict
+  { const ModelUse::Guard nested = use.evaluation("m", "evaluate()"); }  // fit's validation
   std::string error, eval_error;
   std::thread other([&] {
-    error = error_of([&] { const ModelUse::Guard g = use.inference("Model 'm'", "predict()"); });
-    eval_error = error_of([&] { const ModelUse::Guard g = use.evaluation("Model 'm'", "evaluate()"); });
+    error = error_of([&] { const ModelUse::Guard g = use.inference("m", "predict()"); });
+    eval_error = error_of([&] { const ModelUse::Guard g = use.evaluation("m", "evaluate()"); });
   });
   other.join();
   EXPECT_EQ(error, "Model 'm': predict() was called while the model trains (fit() or train_on_batch() on another "
@@ -56,7 +56,7 @@ TEST(ModelUse, InferenceFromAnotherThreadWhileTrainingThrowsAndOnTheTrainingThre
 
 TEST(ModelUse, ACallWaitingBehindAPendingTrainingThrowsOnceTrainingStarts) {
   ModelUse use;
-  auto reader = std::make_unique<ModelUse::Guard>(use.inference("Model 'm'", "predict()"));
+  auto reader = std::make_unique<ModelUse::Guard>(use.inference("m", "predict()"));
   std::promise<void> release_training;
   std::thread trainer([&] {
     const ModelUse::Guard t = use.training();  // waits for `reader`
@@ -65,7 +65,7 @@ TEST(ModelUse, ACallWaitingBehindAPendingTrainingThrowsOnceTrainingStarts) {
   std::this_thread::sleep_for(20ms);
   std::promise<std::string> late;
   std::thread late_caller([&] {  // comes while the training waits: waits behind it, then throws
-    late.set_value(error_of([&] { const ModelUse::Guard g = use.inference("Model 'm'", "predict()"); }));
+    late.set_value(error_of([&] { const ModelUse::Guard g = use.inference("m", "predict()"); }));
   });
   std::this_thread::sleep_for(20ms);
   reader.reset();
@@ -76,23 +76,23 @@ TEST(ModelUse, ACallWaitingBehindAPendingTrainingThrowsOnceTrainingStarts) {
   trainer.join();
   late_caller.join();
   EXPECT_FALSE(use.training_now());
-  const ModelUse::Guard after = use.inference("Model 'm'", "predict()");
+  const ModelUse::Guard after = use.inference("m", "predict()");
 }
 
 TEST(ModelUse, EvaluationsTakeTurnsBesideInference) {
   ModelUse use;
-  auto eval = std::make_unique<ModelUse::Guard>(use.evaluation("Model 'm'", "evaluate()"));
-  { const ModelUse::Guard nested = use.evaluation("Model 'm'", "evaluate()"); }  // reentrant
+  auto eval = std::make_unique<ModelUse::Guard>(use.evaluation("m", "evaluate()"));
+  { const ModelUse::Guard nested = use.evaluation("m", "evaluate()"); }  // reentrant
   std::promise<void> inferred;
   std::thread reader([&] {
-    const ModelUse::Guard g = use.inference("Model 'm'", "predict()");
+    const ModelUse::Guard g = use.inference("m", "predict()");
     inferred.set_value();
   });
   EXPECT_EQ(inferred.get_future().wait_for(5s), std::future_status::ready);
   reader.join();
   std::atomic<bool> second{false};
   std::thread evaluator([&] {
-    const ModelUse::Guard g = use.evaluation("Model 'm'", "evaluate()");
+    const ModelUse::Guard g = use.evaluation("m", "evaluate()");
     second = true;
   });
   std::this_thread::sleep_for(20ms);
@@ -104,17 +104,27 @@ TEST(ModelUse, EvaluationsTakeTurnsBesideInference) {
 
 TEST(ModelUse, NestedInferenceRunsAndChangingInsideItIsAnError) {
   ModelUse use;
-  auto outer = std::make_unique<ModelUse::Guard>(use.inference("Model 'm'", "predict()"));
+  auto outer = std::make_unique<ModelUse::Guard>(use.inference("m", "predict()"));
   std::thread writer_waits([&] { const ModelUse::Guard w = use.change(); });
   std::this_thread::sleep_for(20ms);
   // A writer waits: a second, nested call of this thread still runs (else it would wait for the writer, which
   // waits for this thread).
-  { const ModelUse::Guard nested = use.inference("Model 'm'", "predict()"); }
+  { const ModelUse::Guard nested = use.inference("m", "predict()"); }
   EXPECT_EQ(use.inference_in_flight(), 1);
   EXPECT_EQ(error_of([&] { const ModelUse::Guard w = use.training(); }),
             "a model cannot be trained inside one of its own inference calls (a predict callback, a layer's call)");
   outer.reset();
   writer_waits.join();
+}
+
+TEST(ModelUse, AnEvaluationInsideThisThreadsInferenceRunsWhileAWriterWaits) {
+  ModelUse use;
+  auto outer = std::make_unique<ModelUse::Guard>(use.inference("m", "predict()"));
+  std::thread writer([&] { const ModelUse::Guard w = use.change(); });  // waits for `outer`
+  std::this_thread::sleep_for(20ms);
+  { const ModelUse::Guard e = use.evaluation("m", "evaluate()"); }  // a predict callback's evaluate
+  outer.reset();
+  writer.join();
 }
 
 }  // namespace
