@@ -41,7 +41,7 @@ test-sanitize: deps
 # The tests of ParameterServerStrategy's clusters and of MultiWorkerMirroredStrategy's mpirun jobs are left out:
 # Debian's gRPC and OpenMPI (with libevent) are not instrumented, and what their threads hand to Tower's looks
 # unsynchronised to ThreadSanitizer (the other stages run them).
-TSAN_SUITES ?= /tests/(models/concurrent_inference|data/|distribute/)
+TSAN_SUITES ?= /tests/(models/(concurrent_inference|model_use|inference_plans)|data/|distribute/)
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOWER_WITH_CUDA=OFF \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
