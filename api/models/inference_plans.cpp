@@ -30,20 +30,17 @@ std::list<InferencePlans::Shapes>::iterator InferencePlans::find(const std::vect
 
 InferencePlans::Lease InferencePlans::acquire(const std::vector<Shape>& shapes, const Make& make) {
   std::unique_lock lock(mutex_);
-  auto it = find(shapes);
-  if (it == shapes_.end()) {
-    shapes_.push_front(Shapes{shapes, {}, {}, 0});
-    drop_unused_shapes();
-  } else {
-    shapes_.splice(shapes_.begin(), shapes_, it);
-  }
   const std::size_t limit = plans_per_shape();
+  std::list<Shapes>::iterator it;
   for (;;) {
-    // The entry may have moved in the list (or been cleared and made anew) while this call waited.
+    // Found again after each wait: the entry may have moved, or been dropped by clear() and made anew.
     it = find(shapes);
     if (it == shapes_.end()) {
       shapes_.push_front(Shapes{shapes, {}, {}, 0});
       it = shapes_.begin();
+      drop_unused_shapes();
+    } else if (it != shapes_.begin()) {
+      shapes_.splice(shapes_.begin(), shapes_, it);  // the most recently used first
     }
     if (!it->idle.empty()) {
       InferencePlan* entry = it->idle.back();
