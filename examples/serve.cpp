@@ -51,6 +51,7 @@
 #include <filesystem>
 #include <future>
 #include <list>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -417,6 +418,10 @@ class Server {
                                   std::to_string(model.inputs().size()) + " and " +
                                   std::to_string(model.outputs().size()));
     input_shape_ = model.inputs()[0].shape();
+    // One plan per worker, and every call on its worker's thread alone: the workers already fill the cores, and
+    // kernels' threads of their own would only wait on one another (README, "Serving a model").
+    model_->set_inference_options({.plans_per_shape = static_cast<std::size_t>(options.threads),
+                                   .caller_thread_bytes = std::numeric_limits<std::size_t>::max()});
     listen_ = listen_on(options.host, options.port, options.allow_remote, &address_, &remote_);
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) throw system_error("pipe2");
