@@ -49,7 +49,7 @@ test-tsan: deps
 	  "-DTOWER_TEST_SOURCES_MATCHING=$(TSAN_SUITES)" -DTOWER_TEST_OMP_THREADS=1
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target tower_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-	  ctest --output-on-failure -j 2 -E '^(ParameterServer|MultiWorker)\.'
+	  ctest --output-on-failure -j 2 -E '^(ParameterServer|ParameterServerSecurity|MultiWorker)\.'
 
 demo: build
 	$(BUILD_DIR)/bin/tower train examples/experiments/fashion_mnist_cnn.yaml

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "api/io/config.h"
+#include "distribute/detail/cluster_security.h"
 #include "distribute/detail/parameter_server_cluster.h"
 
 namespace tower::distribute {
@@ -45,6 +46,42 @@ std::vector<std::string> device_names(const Config& value) {
   return out;
 }
 
+std::string string_key(const Config& value, const std::string& key, const char* what) {
+  if (!value.is_string() || value.as_string().empty())
+    throw std::invalid_argument(std::string(kWho) + "cluster spec key " + key + " must be " + what + ", got " +
+                                value.to_json());
+  return value.as_string();
+}
+
+// "tls": {"ca", "certificate", "key"}, "token", "token_file", "insecure".
+ClusterSecurity security_of(const Config& c) {
+  ClusterSecurity s;
+  if (c.contains("tls")) {
+    const Config& tls = c.at("tls");
+    if (!tls.is_map())
+      throw std::invalid_argument(std::string(kWho) + "cluster spec key \"tls\" must be a map {\"ca\": ..., "
+                                  "\"certificate\": ..., \"key\": ...} of PEM file paths, got " + tls.to_json());
+    for (const auto& [key, value] : tls.as_map()) {
+      const std::string name = "\"tls\"." + key;
+      if (key == "ca") s.ca_file = string_key(value, name, "the path of a PEM file");
+      else if (key == "certificate") s.certificate_file = string_key(value, name, "the path of a PEM file");
+      else if (key == "key") s.key_file = string_key(value, name, "the path of a PEM file");
+      else
+        throw std::invalid_argument(std::string(kWho) + "cluster spec key \"tls\" has an unknown key \"" + key +
+                                    "\" (known: ca, certificate, key)");
+    }
+  }
+  if (c.contains("token")) s.token = string_key(c.at("token"), "\"token\"", "a non-empty string");
+  if (c.contains("token_file")) s.token_file = string_key(c.at("token_file"), "\"token_file\"", "a file path");
+  if (c.contains("insecure")) {
+    if (!c.at("insecure").is_bool())
+      throw std::invalid_argument(std::string(kWho) + "cluster spec key \"insecure\" must be true or false, got " +
+                                  c.at("insecure").to_json());
+    s.insecure = c.at("insecure").as_bool();
+  }
+  return s;
+}
+
 void check_positive(double value, const char* name) {
   if (!(value > 0) || !std::isfinite(value))
     throw std::invalid_argument(std::string(kWho) + name + " must be a finite number > 0, got " +
@@ -61,6 +98,7 @@ class ParameterServerStrategyImpl final : public detail::StrategyImpl {
     check_positive(options.connect_timeout_seconds, "connect_timeout_seconds");
     check_positive(options.idle_timeout_seconds, "idle_timeout_seconds");
 #ifdef TOWER_WITH_GRPC
+    detail::check_exposure(spec_);
     cluster_ = detail::make_parameter_server_cluster(spec_, options);
 #else
     throw std::runtime_error(std::string(kWho) +
@@ -123,6 +161,13 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
       throw std::invalid_argument(std::string(kWho) + "cluster spec key \"task\".index must be an integer");
     spec.task_index = static_cast<int>(task.at("index").as_int());
   }
+  for (const auto& [key, value] : c.as_map())
+    if (key != "cluster" && key != "task" && key != "worker_devices" && key != "chief_device" && key != "tls" &&
+        key != "token" && key != "token_file" && key != "insecure" && key != "environment" && key != "rpc_layer")
+      throw std::invalid_argument(std::string(kWho) + "the cluster spec has an unknown key \"" + key +
+                                  "\" (known: cluster, task, worker_devices, chief_device, tls, token, token_file, "
+                                  "insecure)");
+  spec.security = security_of(c);
   if (c.contains("worker_devices")) spec.worker_devices = device_names(c.at("worker_devices"));
   if (c.contains("chief_device")) {
     if (!c.at("chief_device").is_string())
@@ -160,6 +205,12 @@ void ClusterSpec::validate() const {
   if (task_index < 0 || task_index >= static_cast<int>(tasks->size()))
     throw std::invalid_argument(std::string(kWho) + "task index " + std::to_string(task_index) + " of \"" +
                                 task_type + "\" is out of range: the cluster has " + std::to_string(tasks->size()));
+  if (security.tls() && (security.ca_file.empty() || security.certificate_file.empty() || security.key_file.empty()))
+    throw std::invalid_argument(std::string(kWho) + "cluster spec key \"tls\" needs all of \"ca\", "
+                                "\"certificate\" and \"key\" (mutual TLS: every process proves itself)");
+  if (!security.token.empty() && !security.token_file.empty())
+    throw std::invalid_argument(std::string(kWho) + "the cluster spec gives both \"token\" and \"token_file\": "
+                                "give one");
   if (worker_devices.size() > 1 && worker_devices.size() != worker.size())
     throw std::invalid_argument(std::string(kWho) + "\"worker_devices\" names " +
                                 std::to_string(worker_devices.size()) + " devices for " +

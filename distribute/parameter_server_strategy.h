@@ -48,8 +48,27 @@
 // 1 (host4:2222)"); workers and parameter servers still reachable end their fit too. A worker or parameter server
 // that hears nothing for idle_timeout_seconds (the chief is gone) ends its fit with std::runtime_error.
 //
+// Security. Every call between the processes is refused (UNAUTHENTICATED, logged once per peer host) unless it
+// proves itself in the ways the cluster spec asks:
+// - "tls": {"ca": "ca.pem", "certificate": "node.pem", "key": "node.key"}: mutual TLS. Every server presents this
+//   process's certificate and takes only calls whose client presents one signed by the CA; every channel checks
+//   the server's certificate against the CA and the address it dials (its subjectAltName names the host or IP).
+// - "token": "..." or "token_file": "/path" (readable by its owner only): a secret every call carries (gRPC
+//   metadata "tower-cluster-token"), compared in constant time. Over plaintext it stops other users' processes on
+//   a network nobody snoops; with TLS it is a second factor.
+// Without either, every address of the cluster must be a loopback address (localhost, 127.0.0.0/8, [::1]),
+// unless the spec says "insecure": true; either way the process says once that the cluster is open.
+// Messages are bounded: a process takes requests and replies no larger than the largest shard of its model's
+// variables needs (plus a margin, or ParameterServerOptions::max_message_bytes when larger); a longer one is
+// refused with RESOURCE_EXHAUSTED. A request naming a variable out of range or of another shard, a tensor of the
+// wrong size, a variable twice, or a step of a fit that has ended (each fit of the chief has its own id) is refused
+// whole with INVALID_ARGUMENT or FAILED_PRECONDITION; nothing of it is applied and the server keeps serving.
+// A parameter server starts listening when its model first runs (fit), once the bound is known; a worker when
+// the strategy is made.
+//
 // num_replicas_in_sync() is 1: each worker's step takes one whole batch on its one compute device, as TensorFlow's
 // on a worker with one GPU. devices() is this process's compute device.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -57,6 +76,19 @@
 #include "distribute/strategy.h"
 
 namespace tower::distribute {
+
+// How the processes of a cluster prove themselves to one another ("Security" above). Paths as the process sees
+// them; each process names its own certificate and key.
+struct ClusterSecurity {
+  std::string ca_file;           // "tls": {"ca": ...}: the CA that signed every process's certificate (PEM)
+  std::string certificate_file;  // "tls": {"certificate": ...}: this process's certificate chain (PEM)
+  std::string key_file;          // "tls": {"key": ...}: its private key (PEM)
+  std::string token;             // "token": the cluster token itself
+  std::string token_file;        // "token_file": a file holding it (a trailing newline is not part of it)
+  bool insecure = false;         // "insecure": true: listen on any address without TLS or a token
+  bool tls() const { return !ca_file.empty() || !certificate_file.empty() || !key_file.empty(); }
+  bool has_token() const { return !token.empty() || !token_file.empty(); }
+};
 
 // TensorFlow's ClusterSpec with the process's own task.
 struct ClusterSpec {
@@ -72,15 +104,18 @@ struct ClusterSpec {
   std::vector<std::string> worker_devices;
   // Where the chief computes (validation and evaluate on the chief); empty: the first GPU it sees, else the CPU.
   std::string chief_device;
+  ClusterSecurity security;
 
   // TF_CONFIG's JSON: {"cluster": {"chief": [...], "worker": [...], "ps": [...]}, "task": {"type": ..., "index":
-  // ...}}, and optionally "worker_devices" (a name, or a list of names) and "chief_device" (a name) beside
-  // "cluster" and "task". Throws std::invalid_argument naming the key that is missing or wrong.
+  // ...}}, and optionally "worker_devices" (a name, or a list of names), "chief_device" (a name), "tls", "token",
+  // "token_file" and "insecure" beside "cluster" and "task". Throws std::invalid_argument naming the key that is
+  // missing or wrong (or unknown).
   static ClusterSpec from_json(const std::string& json);
   // from_json of the environment variable TOWER_CONFIG; throws std::invalid_argument when it is not set.
   static ClusterSpec from_environment();
-  // Throws std::invalid_argument for a missing role, an unknown task type, a task index out of range, or
-  // worker_devices with neither one name nor one per worker.
+  // Throws std::invalid_argument for a missing role, an unknown task type, a task index out of range,
+  // worker_devices with neither one name nor one per worker, "tls" without all three files, or both "token" and
+  // "token_file".
   void validate() const;
   // The device this process computes on when it sees `visible_gpus` GPUs (the strategy passes
   // cuda_device_count()): the CPU for a parameter server; for a worker and the chief, the device chosen above.
@@ -99,13 +134,17 @@ struct ParameterServerOptions {
   double connect_timeout_seconds = 60;
   // How long a worker or parameter server waits for its next request in fit before it gives up.
   double idle_timeout_seconds = 600;
+  // The least bound on a message (bytes; 0: what the model's largest shard needs, plus a margin).
+  std::size_t max_message_bytes = 0;
 };
 
 class ParameterServerStrategy : public Strategy {
  public:
-  // Parameter servers and workers start serving at once (on their address's port). Throws std::runtime_error
-  // when this build has no gRPC or a server cannot listen on its address, std::invalid_argument for a bad spec
-  // or options.
+  // Workers start serving at once (on their address's port), parameter servers when their model first runs.
+  // Throws std::runtime_error when this build has no gRPC or a server cannot listen on its address,
+  // std::invalid_argument for a bad spec or options, a TLS or token file that cannot be read (or a token file
+  // others may read), or a cluster with an address off the loopback interface and neither TLS nor a token nor
+  // "insecure": true.
   explicit ParameterServerStrategy(ClusterSpec cluster = ClusterSpec::from_environment(),
                                    ParameterServerOptions options = {});
   // "chief", "worker" or "ps", and the index among those.

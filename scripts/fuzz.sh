@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes Tower's file readers with libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer
+# Fuzzes Tower's file readers and the parameter server's request handlers with libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer
 # (tests/fuzz/README.md).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-600}
 shift || true
-ALL_TARGETS=(idx cifar10 image experiment weights_file keras_weights)
+ALL_TARGETS=(idx cifar10 image experiment weights_file keras_weights parameter_server)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL_TARGETS[@]}")
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
@@ -33,6 +33,7 @@ max_len() {
     cifar10) echo 10000 ;;          # three 3073-byte records
     experiment | weights_file) echo 16384 ;;
     image | keras_weights) echo 65536 ;;
+    parameter_server) echo 4096 ;;    # a request for the whole shard of the fuzz model is about 300 bytes
   esac
 }
 

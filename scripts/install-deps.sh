@@ -14,6 +14,7 @@ packages=(
   libhdf5-dev        # Keras .h5 weight files
   openmpi-bin libopenmpi-dev  # MultiWorkerMirroredStrategy (mpirun, MPI all-reduce between CPU workers)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # ParameterServerStrategy (gRPC, protoc)
+  openssl            # the certificates of the ParameterServerStrategy mutual-TLS tests
   dataset-fashion-mnist  # the default data set, /usr/share/datasets/fashion-mnist
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev  # tower-monitor (gui/); Qt6Charts' CMake needs Qt6OpenGL
 )

@@ -16,10 +16,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include <random>
+#include <set>
+
 #include "api/models/model.h"
-#include "api/optimizers/optimizer.h"
+#include "distribute/detail/cluster_security.h"
 #include "distribute/detail/mirrored_replicas.h"
-#include "distribute/detail/variable_transfer.h"
+#include "distribute/detail/parameter_server_shard.h"
 #include "distribute/in_process_all_reduce.h"
 #include "parameter_server.grpc.pb.h"
 
@@ -60,42 +63,78 @@ class ParameterServerFailure : public std::runtime_error {
                            ": " + describe(status) + "); training cannot go on without its variables") {}
 };
 
-std::shared_ptr<grpc::Channel> channel_to(const std::string& address) {
+// The bound on the messages a worker's server and the chief's channels to the workers take (a step's request
+// and its logs).
+constexpr int kControlMessageBytes = 1 << 20;
+
+std::shared_ptr<grpc::Channel> channel_to(const std::string& address, const ClusterSecrets& secrets,
+                                          std::size_t receive_limit) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(receive_limit, INT32_MAX)));
   args.SetMaxSendMessageSize(-1);
   // A process that starts later than its peers is found within a second.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (!secrets.tls()) return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = secrets.ca;
+  tls.pem_private_key = secrets.key;
+  tls.pem_cert_chain = secrets.certificate;
+  return grpc::CreateCustomChannel(address, grpc::SslCredentials(tls), args);
 }
 
-// One device-to-host copy of `value` into the message (variable_transfer.h).
-void write_tensor(rpc::Tensor* out, std::size_t index, const Tensor& value) {
-  out->set_index(static_cast<std::uint32_t>(index));
-  copy_out(value, *out->mutable_data());
-}
+// Who may call this process's services: checks every call's client certificate (with TLS) and cluster token, and
+// logs the first refusal of each peer host.
+class Gate {
+ public:
+  Gate(const ClusterSecrets& secrets, std::string who) : secrets_(secrets), who_(std::move(who)) {}
 
-// Copies a received value into `target` (float32, on the device that computes with it) with one copy; throws
-// std::invalid_argument when its size differs.
-void read_tensor(const rpc::Tensor& in, const Variable& variable, Tensor& target) {
-  if (in.data().size() != target.nbytes())
-    throw std::invalid_argument(std::string(kWho) + "variable " + std::to_string(in.index()) + " (" + variable.path +
-                                ", shape " + target.shape().to_string() + ") got " + std::to_string(in.data().size()) +
-                                " bytes, expected " + std::to_string(target.nbytes()) +
-                                ": do all processes build the same model?");
-  copy_into(in.data(), target);
-}
+  grpc::Status admit(const grpc::ServerContext& context) const {
+    const char* why = nullptr;
+    if (secrets_.tls()) {
+      const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+      if (!auth || !auth->IsPeerAuthenticated()) why = "no client certificate";
+    }
+    if (!why && !secrets_.token.empty()) {
+      const auto& metadata = context.client_metadata();
+      const auto found = metadata.find(kTokenMetadataKey);
+      if (found == metadata.end()) why = "no cluster token";
+      else if (metadata.count(kTokenMetadataKey) > 1 ||
+               !same_secret(std::string_view(found->second.data(), found->second.size()), secrets_.token))
+        why = "a wrong cluster token";
+    }
+    if (!why) return grpc::Status::OK;
+    log_once(context.peer(), why);
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(kWho) + who_ + " refused the call: " + why);
+  }
+
+ private:
+  void log_once(const std::string& peer, const char* why) const {
+    const std::string host = peer.substr(0, peer.rfind(':'));
+    std::lock_guard lock(mutex_);
+    if (logged_.size() > 1024 || !logged_.insert(host).second) return;
+    std::cerr << kWho << who_ << " refused a call from " << host << " (" << why << ")"
+              << (logged_.size() > 1024 ? "; refusals of further peers are not logged"
+                                        : "; further refusals of this peer are not logged")
+              << std::endl;
+  }
+
+  const ClusterSecrets& secrets_;
+  const std::string who_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::string> logged_;
+};
 
 // What a parameter server's or worker's fit does with the requests it gets.
 class ServeTarget {
  public:
   virtual ~ServeTarget() = default;
   virtual grpc::Status initialize(const rpc::Variables& request) = 0;
-  virtual grpc::Status pull(rpc::Variables* reply) = 0;
+  virtual grpc::Status pull(const rpc::PullRequest& request, rpc::Variables* reply) = 0;
   virtual grpc::Status push(const rpc::PushRequest& request) = 0;
-  virtual grpc::Status run_step(rpc::StepReply* reply) = 0;
+  virtual grpc::Status run_step(const rpc::StepRequest& request, rpc::StepReply* reply) = 0;
 };
 
 // Hands requests from gRPC's threads to the thread serving fit (the model is used on that thread only), and
@@ -183,40 +222,61 @@ class Mailbox {
   bool closed_ = false;
 };
 
+// A request of a fit this process has ended, answered without waiting for a fit.
+grpc::Status ended_fit(const std::string& who, std::uint64_t fit) {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      std::string(kWho) + who + " refused the request: fit " + std::to_string(fit) +
+                          " has ended; nothing was applied");
+}
+
 class ParameterServerService final : public rpc::ParameterServer::Service {
  public:
-  explicit ParameterServerService(Mailbox& mailbox) : mailbox_(mailbox) {}
+  ParameterServerService(Mailbox& mailbox, const Gate& gate, const EndedFits& ended, std::string who)
+      : mailbox_(mailbox), gate_(gate), ended_(ended), who_(std::move(who)) {}
   grpc::Status Initialize(grpc::ServerContext* c, const rpc::Variables* request, rpc::Empty*) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
+    if (ended_.contains(request->fit())) return ended_fit(who_, request->fit());
     return mailbox_.post(*c, [request](ServeTarget& t) { return t.initialize(*request); });
   }
-  grpc::Status Pull(grpc::ServerContext* c, const rpc::Empty*, rpc::Variables* reply) override {
-    return mailbox_.post(*c, [reply](ServeTarget& t) { return t.pull(reply); });
+  grpc::Status Pull(grpc::ServerContext* c, const rpc::PullRequest* request, rpc::Variables* reply) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
+    if (ended_.contains(request->fit())) return ended_fit(who_, request->fit());
+    return mailbox_.post(*c, [request, reply](ServeTarget& t) { return t.pull(*request, reply); });
   }
   grpc::Status Push(grpc::ServerContext* c, const rpc::PushRequest* request, rpc::Empty*) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
+    if (ended_.contains(request->fit())) return ended_fit(who_, request->fit());
     return mailbox_.post(*c, [request](ServeTarget& t) { return t.push(*request); });
   }
-  grpc::Status Shutdown(grpc::ServerContext*, const rpc::Empty*, rpc::Empty*) override {
+  grpc::Status Shutdown(grpc::ServerContext* c, const rpc::Empty*, rpc::Empty*) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
     mailbox_.stop();
     return grpc::Status::OK;
   }
 
  private:
   Mailbox& mailbox_;
+  const Gate& gate_;
+  const EndedFits& ended_;
+  const std::string who_;
 };
 
 class WorkerService final : public rpc::Worker::Service {
  public:
-  explicit WorkerService(Mailbox& mailbox) : mailbox_(mailbox) {}
-  grpc::Status RunStep(grpc::ServerContext* c, const rpc::StepRequest*, rpc::StepReply* reply) override {
-    return mailbox_.post(*c, [reply](ServeTarget& t) { return t.run_step(reply); });
+  WorkerService(Mailbox& mailbox, const Gate& gate) : mailbox_(mailbox), gate_(gate) {}
+  grpc::Status RunStep(grpc::ServerContext* c, const rpc::StepRequest* request, rpc::StepReply* reply) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
+    return mailbox_.post(*c, [request, reply](ServeTarget& t) { return t.run_step(*request, reply); });
   }
-  grpc::Status Shutdown(grpc::ServerContext*, const rpc::Empty*, rpc::Empty*) override {
+  grpc::Status Shutdown(grpc::ServerContext* c, const rpc::Empty*, rpc::Empty*) override {
+    if (grpc::Status s = gate_.admit(*c); !s.ok()) return s;
     mailbox_.stop();
     return grpc::Status::OK;
   }
 
  private:
   Mailbox& mailbox_;
+  const Gate& gate_;
 };
 
 }  // namespace
@@ -224,16 +284,18 @@ class WorkerService final : public rpc::Worker::Service {
 // The process's server (parameter servers and workers) and its channels to the others.
 class ParameterServerCluster {
  public:
-  ParameterServerCluster(ClusterSpec spec, ParameterServerOptions options)
-      : spec(std::move(spec)), options(options) {
-    if (this->spec.task_type == "ps") service_ = std::make_unique<ParameterServerService>(mailbox);
-    if (this->spec.task_type == "worker") service_ = std::make_unique<WorkerService>(mailbox);
-    if (service_) listen(own_address());
-    if (this->spec.task_type != "ps")
-      for (const std::string& a : this->spec.ps) ps.push_back(rpc::ParameterServer::NewStub(channel_to(a)));
-    if (this->spec.task_type == "chief")
-      for (const std::string& a : this->spec.worker) {
-        worker_channels.push_back(channel_to(a));
+  ParameterServerCluster(ClusterSpec spec_, ParameterServerOptions options_)
+      : spec(std::move(spec_)),
+        options(options_),
+        secrets(read_cluster_secrets(spec.security)),
+        gate_(secrets, own_name()) {
+    if (spec.task_type == "worker") {
+      service_ = std::make_unique<WorkerService>(mailbox, gate_);
+      listen(kControlMessageBytes);
+    }
+    if (spec.task_type == "chief")
+      for (const std::string& a : spec.worker) {
+        worker_channels.push_back(channel_to(a, secrets, kControlMessageBytes));
         workers.push_back(rpc::Worker::NewStub(worker_channels.back()));
       }
   }
@@ -250,27 +312,76 @@ class ParameterServerCluster {
                      static_cast<std::size_t>(spec.task_index), own_address());
   }
 
+  // Before model `name` first runs: the bound on the messages that hold its shards (`bytes`). The first model
+  // sets this process's bound, makes the channels to the parameter servers and, on a parameter server, starts
+  // its server; a later model must fit in it. Throws std::runtime_error when it does not, or when the server
+  // cannot listen.
+  void prepare(const std::string& name, std::size_t bytes) {
+    std::lock_guard lock(prepare_mutex_);
+    bytes = std::max(bytes, options.max_message_bytes);
+    if (limit_ != 0) {
+      if (bytes > limit_)
+        throw std::runtime_error(std::string(kWho) + own_name() + ": model '" + name + "' needs messages of up to " +
+                                 std::to_string(bytes) + " bytes, but this process bounds its messages at " +
+                                 std::to_string(limit_) + " bytes, set by the first model it ran: give "
+                                 "ParameterServerOptions::max_message_bytes >= " + std::to_string(bytes) +
+                                 ", or use one strategy per model");
+      return;
+    }
+    if (spec.task_type == "ps") {
+      service_ = std::make_unique<ParameterServerService>(mailbox, gate_, ended, own_name());
+      listen(bytes);
+    } else {
+      for (const std::string& a : spec.ps) ps.push_back(rpc::ParameterServer::NewStub(channel_to(a, secrets, bytes)));
+    }
+    limit_ = bytes;
+  }
+
+  // A call's context: its deadline `seconds` from now, and the cluster token.
+  void prepare_call(grpc::ClientContext& context, double seconds) const {
+    context.set_deadline(after(seconds));
+    if (!secrets.token.empty()) context.AddMetadata(kTokenMetadataKey, secrets.token);
+  }
+
   const ClusterSpec spec;
   const ParameterServerOptions options;
+  const ClusterSecrets secrets;
   Mailbox mailbox;
-  std::vector<std::unique_ptr<rpc::ParameterServer::Stub>> ps;  // workers and the chief
+  EndedFits ended;                                              // a parameter server's ended fits
+  std::vector<std::unique_ptr<rpc::ParameterServer::Stub>> ps;  // workers and the chief, after prepare()
   std::vector<std::shared_ptr<grpc::Channel>> worker_channels;  // the chief
   std::vector<std::unique_ptr<rpc::Worker::Stub>> workers;      // the chief
 
  private:
-  void listen(const std::string& address) {
+  void listen(std::size_t receive_limit) {
+    const std::string& address = own_address();
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
-    builder.SetMaxReceiveMessageSize(-1);
+    std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+    if (secrets.tls()) {
+      // A client certificate is asked for and, when given, verified against the CA in the handshake; a call
+      // without one is refused by the gate (UNAUTHENTICATED).
+      grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+      tls.pem_root_certs = secrets.ca;
+      tls.pem_key_cert_pairs.push_back({secrets.key, secrets.certificate});
+      credentials = grpc::SslServerCredentials(tls);
+    }
+    builder.AddListeningPort(address, credentials, &port);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::size_t>(receive_limit, INT32_MAX)));
     builder.SetMaxSendMessageSize(-1);
+    // No second process may take the same port.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     if (!server_ || port == 0)
       throw std::runtime_error(std::string(kWho) + own_name() + " cannot listen on " + address +
-                               " (is the port in use, or the host not this machine?)");
+                               " (is the port in use, or the host not this machine?" +
+                               (secrets.tls() ? " Are its certificate and key a pair?" : "") + ")");
   }
 
+  Gate gate_;
+  std::mutex prepare_mutex_;
+  std::size_t limit_ = 0;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -286,7 +397,11 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
       : model_(model),
         cluster_(std::move(cluster)),
         spec_(cluster_->spec),
-        inner_(model, {device}, InProcessAllReduce(), nullptr, kWho) {}
+        inner_(model, {device}, InProcessAllReduce(), nullptr, kWho) {
+    cluster_->prepare(model.name(), ParameterServerShard::message_bytes(model, spec_.ps.size()));
+    if (role() == Role::ps)
+      shard_.emplace(model, shard_index(), spec_.ps.size(), cluster_->own_name(), cluster_->ended);
+  }
   ~ParameterServerReplicas() override {
     if (threads_.empty()) return;
     try {
@@ -322,8 +437,12 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
     step_ = &step;
     struct Reset {
       const std::function<StepLogs()>*& step;
-      ~Reset() { step = nullptr; }
-    } reset{step_};
+      std::optional<ParameterServerShard>& shard;
+      ~Reset() {
+        step = nullptr;
+        if (shard) shard->end_fit();
+      }
+    } reset{step_, shard_};
     cluster_->mailbox.serve(*this, cluster_->options.idle_timeout_seconds, cluster_->own_name());
   }
   void begin() override;
@@ -354,23 +473,22 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
 
   // ---- ServeTarget ----
   grpc::Status initialize(const rpc::Variables& request) override {
-    const std::vector<VariablePtr> weights = model_.weights();
-    for (const rpc::Tensor& t : request.variables()) {
-      if (grpc::Status s = check_shard(t.index(), weights); !s.ok()) return s;
-      Variable& v = *weights[t.index()];
-      read_tensor(t, v, v.value);
-    }
-    return grpc::Status::OK;
+    if (!shard_) return not_a_parameter_server();
+    return shard_->initialize(request);
   }
-  grpc::Status pull(rpc::Variables* reply) override {
-    const std::vector<VariablePtr> weights = model_.weights();
-    for (std::size_t k = shard_index(); k < weights.size(); k += spec_.ps.size())
-      write_tensor(reply->add_variables(), k, weights[k]->value);
-    return grpc::Status::OK;
+  grpc::Status pull(const rpc::PullRequest& request, rpc::Variables* reply) override {
+    if (!shard_) return not_a_parameter_server();
+    return shard_->pull(request, reply);
   }
-  grpc::Status push(const rpc::PushRequest& request) override;
-  grpc::Status run_step(rpc::StepReply* reply) override {
+  grpc::Status push(const rpc::PushRequest& request) override {
+    if (!shard_) return not_a_parameter_server();
+    return shard_->push(request);
+  }
+  grpc::Status run_step(const rpc::StepRequest& request, rpc::StepReply* reply) override {
     if (!step_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this worker is not in fit()");
+    if (request.fit() == 0)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(kWho) + "a step without a fit id");
+    fit_ = request.fit();
     try {
       for (const auto& [key, value] : (*step_)()) {
         reply->add_keys(key);
@@ -385,27 +503,20 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
  private:
   std::size_t shard_index() const { return static_cast<std::size_t>(spec_.task_index); }
   std::size_t owner(std::size_t variable) const { return variable % spec_.ps.size(); }
-  grpc::Status check_shard(std::size_t index, const std::vector<VariablePtr>& weights) const {
-    if (index >= weights.size())
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          std::string(kWho) + "variable " + std::to_string(index) + " does not exist: model '" +
-                              model_.name() + "' has " + std::to_string(weights.size()) +
-                              " weights here (do all processes build the same model?)");
-    if (owner(index) != shard_index())
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          std::string(kWho) + cluster_->own_name() + " got variable " + std::to_string(index) + " (" +
-                              weights[index]->path + "), which parameter server " + std::to_string(owner(index)) +
-                              " holds");
-    return grpc::Status::OK;
+  grpc::Status not_a_parameter_server() const {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::string(kWho) + cluster_->own_name() +
+                                                             " is not a parameter server");
   }
   // Every variable from its parameter server into the model's variables.
   void pull_variables() {
     const std::vector<VariablePtr> weights = model_.weights();
     for (std::size_t p = 0; p < cluster_->ps.size(); ++p) {
       grpc::ClientContext context;
-      context.set_deadline(after(cluster_->options.rpc_timeout_seconds));
+      cluster_->prepare_call(context, cluster_->options.rpc_timeout_seconds);
+      rpc::PullRequest request;
+      request.set_fit(fit_);
       rpc::Variables reply;
-      const grpc::Status status = cluster_->ps[p]->Pull(&context, rpc::Empty(), &reply);
+      const grpc::Status status = cluster_->ps[p]->Pull(&context, request, &reply);
       if (!status.ok()) throw ParameterServerFailure(p, spec_.ps[p], "pulling its variables", status);
       for (const rpc::Tensor& t : reply.variables()) {
         if (t.index() >= weights.size())
@@ -425,6 +536,7 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
     std::map<const Variable*, std::size_t> gradient_of;
     for (std::size_t t = 0; t < trainable.size(); ++t) gradient_of[trainable[t].get()] = t;
     std::vector<rpc::PushRequest> requests(spec_.ps.size());
+    for (rpc::PushRequest& r : requests) r.set_fit(fit_);
     for (std::size_t k = 0; k < weights.size(); ++k) {
       rpc::PushRequest& r = requests[owner(k)];
       const auto g = gradient_of.find(weights[k].get());
@@ -433,7 +545,7 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
     }
     for (std::size_t p = 0; p < requests.size(); ++p) {
       grpc::ClientContext context;
-      context.set_deadline(after(cluster_->options.rpc_timeout_seconds));
+      cluster_->prepare_call(context, cluster_->options.rpc_timeout_seconds);
       rpc::Empty reply;
       const grpc::Status status = cluster_->ps[p]->Push(&context, requests[p], &reply);
       if (!status.ok()) throw ParameterServerFailure(p, spec_.ps[p], "pushing gradients", status);
@@ -452,6 +564,10 @@ class ParameterServerReplicas final : public tower::detail::Replicas, public Rem
   const ClusterSpec& spec_;
   MirroredReplicas inner_;
   const std::function<StepLogs()>* step_ = nullptr;
+  std::optional<ParameterServerShard> shard_;  // a parameter server's
+  // The fit the requests to the parameter servers belong to: the chief's own (begin()), or on a worker the one of
+  // the step it runs.
+  std::uint64_t fit_ = 0;
 
   // The chief's scheduler.
   std::mutex mutex_;
@@ -481,11 +597,16 @@ void ParameterServerReplicas::begin() {
     throw;
   }
   const std::vector<VariablePtr> weights = model_.weights();
+  // This fit's id: a request of an earlier fit (a slow worker's push) is refused.
+  std::random_device entropy;
+  do fit_ = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+  while (fit_ == 0);
   for (std::size_t p = 0; p < spec_.ps.size(); ++p) {
     rpc::Variables shard;
+    shard.set_fit(fit_);
     for (std::size_t k = p; k < weights.size(); k += spec_.ps.size()) write_tensor(shard.add_variables(), k, weights[k]->value);
     grpc::ClientContext context;
-    context.set_deadline(after(wait));
+    cluster_->prepare_call(context, wait);
     context.set_wait_for_ready(true);
     rpc::Empty reply;
     const grpc::Status status = cluster_->ps[p]->Initialize(&context, shard, &reply);
@@ -516,9 +637,10 @@ void ParameterServerReplicas::drive_worker(std::size_t w) {
     ++running_;
     lock.unlock();
     grpc::ClientContext context;
-    context.set_deadline(after(cluster_->options.step_timeout_seconds));
+    cluster_->prepare_call(context, cluster_->options.step_timeout_seconds);
     rpc::StepRequest request;
     request.set_step(step);
+    request.set_fit(fit_);
     rpc::StepReply reply;
     const grpc::Status status = cluster_->workers[w]->RunStep(&context, request, &reply);
     lock.lock();
@@ -557,44 +679,16 @@ void ParameterServerReplicas::end() {
   for (std::size_t w = 0; w < cluster_->workers.size(); ++w) {
     if (w < failed_.size() && failed_[w]) continue;
     grpc::ClientContext context;
-    context.set_deadline(after(wait));
+    cluster_->prepare_call(context, wait);
     rpc::Empty reply;
     cluster_->workers[w]->Shutdown(&context, rpc::Empty(), &reply);
   }
   for (auto& ps : cluster_->ps) {
     grpc::ClientContext context;
-    context.set_deadline(after(wait));
+    cluster_->prepare_call(context, wait);
     rpc::Empty reply;
     ps->Shutdown(&context, rpc::Empty(), &reply);
   }
-}
-
-grpc::Status ParameterServerReplicas::push(const rpc::PushRequest& request) {
-  const std::vector<VariablePtr> weights = model_.weights();
-  std::vector<VariablePtr> variables;
-  std::vector<Tensor> gradients;
-  for (const rpc::Tensor& t : request.gradients()) {
-    if (grpc::Status s = check_shard(t.index(), weights); !s.ok()) return s;
-    const VariablePtr& v = weights[t.index()];
-    Tensor g(v->value.shape(), v->value.dtype(), v->value.device());
-    read_tensor(t, *v, g);
-    if (v->regularizer.active()) v->regularizer.add_gradient(v->value, g);
-    variables.push_back(v);
-    gradients.push_back(g);
-  }
-  if (!variables.empty()) {
-    const optimizers::OptimizerPtr& optimizer = model_.optimizer();
-    if (!optimizer)
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          std::string(kWho) + cluster_->own_name() + ": model '" + model_.name() + "' is not compiled");
-    optimizer->apply_gradients(variables, gradients);
-  }
-  for (const rpc::Tensor& t : request.values()) {
-    if (grpc::Status s = check_shard(t.index(), weights); !s.ok()) return s;
-    Variable& v = *weights[t.index()];
-    read_tensor(t, v, v.value);
-  }
-  return grpc::Status::OK;
 }
 
 }  // namespace

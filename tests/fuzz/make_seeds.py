@@ -13,12 +13,16 @@ Small valid files of every kind each reader accepts, so fuzzing starts from deep
                  tags and flow style
   keras_weights  HDF5 files laid out as Keras writes them, Keras 3 (.weights.h5) and legacy (.h5), for the
                  fuzz target's model (tests/fuzz/fuzz_models.h); needs h5py and numpy
+  parameter_server  a parameter server's requests (distribute/detail/parameter_server.proto, encoded by hand)
+                 for shard 0 of 2 of that model: an Initialize, Pulls, Pushes of the current fit and of an ended
+                 one, and a cluster token
 
 The Tower weights files (corpus/weights_file) and one Tower-written .weights.h5 come from Tower itself:
 build the target fuzz_make_tower_seeds and run it with the corpus folder (tests/fuzz/README.md).
 
 Only the Python standard library is needed, except for the HDF5 seeds (h5py and numpy) and three JPEG seeds
-(Pillow), each skipped with a note when missing. Run from anywhere: python3 tests/fuzz/make_seeds.py
+(Pillow), each skipped with a note when missing. Run from anywhere: python3 tests/fuzz/make_seeds.py [TARGET...]
+(default: every target).
 """
 import gzip
 import pathlib
@@ -309,12 +313,53 @@ def keras_weights_seeds():
                 g.create_dataset(f"{w}:0", data=values(shape, i).astype(np.int32 if w == "bias" else np.float32))
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(number, value):
+    """A protobuf field: an int as a varint, bytes as length-delimited."""
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def tensor(index, floats):
+    return field(1, index) + field(2, struct.pack(f"<{len(floats)}f", *floats))
+
+
+def parameter_server_seeds():
+    # Shard 0 of 2 of fuzz::keras_model(): conv/kernel (3x3x2x3), bn/gamma, bn/moving_mean (not trainable),
+    # dense/kernel (3x2): the model's weights 0, 2, 4 and 6. The target's current fit is 1; fit 7 has ended.
+    shard = {0: 54, 2: 3, 4: 3, 6: 6}
+    values = b"".join(field(1, tensor(k, [0.25] * n)) for k, n in shard.items())
+    write("parameter_server", "initialize", bytes([0]) + values + field(2, 1))
+    write("parameter_server", "pull", bytes([1]) + field(1, 1))
+    write("parameter_server", "pull-ended-fit", bytes([1]) + field(1, 7))
+    gradients = b"".join(field(1, tensor(k, [0.5] * n)) for k, n in shard.items() if k != 4)
+    push = gradients + field(2, tensor(4, [1.0, 2.0, 3.0])) + field(3, 1)
+    write("parameter_server", "push", bytes([2]) + push)
+    write("parameter_server", "push-then-pull", bytes([3]) + push)
+    write("parameter_server", "push-other-shard", bytes([2]) + field(1, tensor(1, [1.0] * 3)) + field(3, 1))
+    write("parameter_server", "push-ended-fit", bytes([2]) + gradients + field(3, 7))
+    write("parameter_server", "token", bytes([4]) + b"cluster-token")
+
+
+SEEDS = {"idx": idx_seeds, "cifar10": cifar10_seeds, "image": image_seeds, "experiment": experiment_seeds,
+         "keras_weights": keras_weights_seeds, "parameter_server": parameter_server_seeds}
+
+
 def main():
-    idx_seeds()
-    cifar10_seeds()
-    image_seeds()
-    experiment_seeds()
-    keras_weights_seeds()
+    for target in sys.argv[1:] or SEEDS:
+        if target not in SEEDS:
+            sys.exit(f"unknown target {target!r} (targets: {', '.join(SEEDS)})")
+        SEEDS[target]()
     total = sum(p.stat().st_size for p in CORPUS.rglob("seed-*"))
     print(f"seeds written under {CORPUS} ({total} bytes)")
 
