@@ -19,11 +19,12 @@ class RunningLogs {
     double size = 0;
     for (const auto& [key, value] : step)
       if (key == "size") size = value;
-    for (const auto& [key, value] : step) {
+    for (const auto& entry : step) {
+      const std::string& key = entry.first;  // not a structured binding: Clang before 16 cannot capture those
       if (key == "size") continue;
       auto it = std::find_if(sums_.begin(), sums_.end(), [&](const auto& e) { return e.first == key; });
       if (it == sums_.end()) it = sums_.insert(sums_.end(), {key, 0.0});
-      it->second += value * size;
+      it->second += entry.second * size;
     }
     examples_ += size;
   }

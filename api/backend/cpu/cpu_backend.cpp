@@ -117,8 +117,9 @@ void CpuBackend::dense_product(DenseProduct which, Index rows, Index in, Index o
           for_rows([f](Index r, Index col) { f.at(r, col); }, r0, r1, out);
         }
         if (epilogue.activation != ActivationKind::linear)
-          math::visit_activation(epilogue.activation, epilogue.params, [&](auto f) {
-            for_range(math::ActivationForward<decltype(f)>{f, c, c}, r0 * out, r1 * out);
+          // The range as plain values: Clang before 16 cannot capture structured bindings.
+          math::visit_activation(epilogue.activation, epilogue.params, [&, begin = r0 * out, end = r1 * out](auto f) {
+            for_range(math::ActivationForward<decltype(f)>{f, c, c}, begin, end);
           });
       }
     }
