@@ -104,6 +104,16 @@ grpc::Status ParameterServerShard::push(const ps::PushRequest& request) {
   std::set<std::uint32_t> seen;
   if (grpc::Status s = check_tensors(request.gradients(), "gradient", 1, seen); !s.ok()) return s;
   if (grpc::Status s = check_tensors(request.values(), "value", 0, seen); !s.ok()) return s;
+  // A worker's step has the gradients of every trainable variable of the shard: the optimizer's state is built for
+  // that set at the first step and serves no other.
+  std::size_t trainables = 0;
+  const std::vector<VariablePtr> shard_trainables = model_.trainable_weights();
+  const std::vector<VariablePtr> all = model_.weights();
+  for (std::size_t k = index_; k < all.size(); k += count_)
+    if (std::find(shard_trainables.begin(), shard_trainables.end(), all[k]) != shard_trainables.end()) ++trainables;
+  if (request.gradients_size() > 0 && static_cast<std::size_t>(request.gradients_size()) != trainables)
+    return invalid(who_ + " got the gradients of " + std::to_string(request.gradients_size()) + " of the " +
+                   std::to_string(trainables) + " trainable variables it holds: a step pushes all of them");
   const optimizers::OptimizerPtr& optimizer = model_.optimizer();
   if (request.gradients_size() > 0 && !optimizer)
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,

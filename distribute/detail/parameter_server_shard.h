@@ -50,8 +50,8 @@ class ParameterServerShard {
   grpc::Status initialize(const ps::Variables& request);
   // The shard's values, for a pull of the current fit.
   grpc::Status pull(const ps::PullRequest& request, ps::Variables* reply) const;
-  // Applies the model's optimizer to the shard with the gradients (trainable variables) and takes the values
-  // (the others), for a push of the current fit.
+  // Applies the model's optimizer to the shard with the gradients (of every trainable variable of the shard, or
+  // none) and takes the values (of variables that are not trainable), for a push of the current fit.
   grpc::Status push(const ps::PushRequest& request);
   // The current fit ended (the chief's Shutdown): its later requests are refused with FAILED_PRECONDITION.
   void end_fit();

@@ -414,6 +414,11 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
     t->set_index(static_cast<std::uint32_t>(k));
     t->set_data(std::move(data));
   };
+  // A worker's step: the gradient of every trainable variable (the shard is the whole model).
+  const auto every_gradient = [&](rpc::PushRequest& r, float value) {
+    for (std::size_t k = 0; k < weights.size(); ++k)
+      if (weights[k]->trainable) gradient(r, k, bytes_of(k, value));
+  };
   struct Case {
     std::string what;
     std::function<void(rpc::PushRequest&)> fill;
@@ -440,6 +445,9 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
          gradient(r, trainable + 1, "x");
        },
        grpc::StatusCode::INVALID_ARGUMENT, "with 1 bytes, expected", token},
+      {"the gradients of some of the shard's trainable variables",
+       [&](rpc::PushRequest& r) { gradient(r, trainable, bytes_of(trainable, 1)); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "trainable variables it holds: a step pushes all of them", token},
       {"a gradient of a non-trainable variable", [&](rpc::PushRequest& r) { gradient(r, frozen, bytes_of(frozen, 1)); },
        grpc::StatusCode::INVALID_ARGUMENT, "which is not trainable", token},
       {"a value of a trainable variable",
@@ -452,18 +460,18 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
       {"a step of another fit",
        [&](rpc::PushRequest& r) {
          r.set_fit(fit + 1);
-         gradient(r, trainable, bytes_of(trainable, 1));
+         every_gradient(r, 1);
        },
        grpc::StatusCode::FAILED_PRECONDITION, "it is in fit", token},
       {"a step of no fit",
        [&](rpc::PushRequest& r) {
          r.set_fit(0);
-         gradient(r, trainable, bytes_of(trainable, 1));
+         every_gradient(r, 1);
        },
        grpc::StatusCode::FAILED_PRECONDITION, "nothing was applied", token},
-      {"no token", [&](rpc::PushRequest& r) { gradient(r, trainable, bytes_of(trainable, 1)); },
+      {"no token", [&](rpc::PushRequest& r) { every_gradient(r, 1); },
        grpc::StatusCode::UNAUTHENTICATED, "refused the call: no cluster token", ""},
-      {"a wrong token", [&](rpc::PushRequest& r) { gradient(r, trainable, bytes_of(trainable, 1)); },
+      {"a wrong token", [&](rpc::PushRequest& r) { every_gradient(r, 1); },
        grpc::StatusCode::UNAUTHENTICATED, "refused the call: a wrong cluster token", token + "x"},
   };
   for (const Case& c : cases) {
@@ -489,7 +497,7 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
   // The server is still serving: a good push applies SGD (0.1 * gradient 1 from 0.5) and takes a value.
   const grpc::Status good = push(
       [&](rpc::PushRequest& r) {
-        gradient(r, trainable, bytes_of(trainable, 1));
+        every_gradient(r, 1);
         rpc::Tensor* t = r.add_values();
         t->set_index(static_cast<std::uint32_t>(frozen));
         t->set_data(bytes_of(frozen, 3));
@@ -497,7 +505,8 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
       token);
   ASSERT_TRUE(good.ok()) << good.error_message();
   const std::vector<std::string> after = pull(fit);
-  EXPECT_EQ(after[trainable], bytes_of(trainable, 0.4f)) << "0.5 - 0.1 * 1";
+  for (std::size_t k = 0; k < weights.size(); ++k)
+    if (weights[k]->trainable) EXPECT_EQ(after[k], bytes_of(k, 0.4f)) << "0.5 - 0.1 * 1: " << weights[k]->path;
   EXPECT_EQ(after[frozen], bytes_of(frozen, 3));
 
   // The chief ends the fit; a late push of it is refused at once, not at its deadline.
@@ -505,7 +514,7 @@ TEST(ParameterServerSecurity, MalformedRequestsGetAStatusAndChangeNothing) {
   fitter.join();
   EXPECT_EQ(fit_error, "");
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status late = push([&](rpc::PushRequest& r) { gradient(r, trainable, bytes_of(trainable, 1)); }, token);
+  const grpc::Status late = push([&](rpc::PushRequest& r) { every_gradient(r, 1); }, token);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << late.error_message();
   EXPECT_NE(late.error_message().find("fit " + std::to_string(fit) + " has ended"), std::string::npos) << late.error_message();
