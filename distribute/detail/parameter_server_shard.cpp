@@ -36,6 +36,12 @@ std::size_t ParameterServerShard::message_bytes(const ModelImpl& model, std::siz
   return *std::max_element(bytes.begin(), bytes.end()) + kMessageMargin;
 }
 
+ParameterServerShard::Weights ParameterServerShard::current_weights() const {
+  Weights w{model_.weights(), {}};
+  for (const VariablePtr& v : model_.trainable_weights()) w.trainable.insert(v.get());
+  return w;
+}
+
 grpc::Status ParameterServerShard::check_fit(std::uint64_t fit, const char* what) const {
   if (fit != 0 && fit == fit_) return grpc::Status::OK;
   std::string why;
@@ -47,31 +53,27 @@ grpc::Status ParameterServerShard::check_fit(std::uint64_t fit, const char* what
 }
 
 grpc::Status ParameterServerShard::check_tensors(const google::protobuf::RepeatedPtrField<ps::Tensor>& tensors,
-                                                 const char* what, int trainable,
+                                                 const char* what, int trainable, const Weights& weights,
                                                  std::set<std::uint32_t>& seen) const {
-  const std::vector<VariablePtr> weights = model_.weights();
-  std::set<const Variable*> trainables;
-  if (trainable >= 0)
-    for (const VariablePtr& v : model_.trainable_weights()) trainables.insert(v.get());
   for (const ps::Tensor& t : tensors) {
-    const std::string name = std::string(what) + " of variable " + std::to_string(t.index());
-    if (t.index() >= weights.size())
-      return invalid(who_ + " got the " + name + ", which does not exist: model '" + model_.name() + "' has " +
-                     std::to_string(weights.size()) + " weights here (do all processes build the same model?)");
-    const Variable& v = *weights[t.index()];
+    const auto name = [&] { return std::string(what) + " of variable " + std::to_string(t.index()); };
+    if (t.index() >= weights.all.size())
+      return invalid(who_ + " got the " + name() + ", which does not exist: model '" + model_.name() + "' has " +
+                     std::to_string(weights.all.size()) + " weights here (do all processes build the same model?)");
+    const Variable& v = *weights.all[t.index()];
     if (t.index() % count_ != index_)
-      return invalid(who_ + " got the " + name + " (" + v.path + "), which parameter server " +
+      return invalid(who_ + " got the " + name() + " (" + v.path + "), which parameter server " +
                      std::to_string(t.index() % count_) + " holds");
     if (!seen.insert(t.index()).second)
       return invalid(who_ + " got variable " + std::to_string(t.index()) + " (" + v.path + ") twice in one request");
     if (t.data().size() != v.value.nbytes())
-      return invalid(who_ + " got the " + name + " (" + v.path + ", shape " + v.value.shape().to_string() + ") with " +
+      return invalid(who_ + " got the " + name() + " (" + v.path + ", shape " + v.value.shape().to_string() + ") with " +
                      std::to_string(t.data().size()) + " bytes, expected " + std::to_string(v.value.nbytes()) +
                      ": do all processes build the same model?");
-    if (trainable == 1 && !trainables.count(&v))
+    if (trainable == 1 && !weights.trainable.count(&v))
       return invalid(who_ + " got a gradient of variable " + std::to_string(t.index()) + " (" + v.path +
                      "), which is not trainable");
-    if (trainable == 0 && trainables.count(&v))
+    if (trainable == 0 && weights.trainable.count(&v))
       return invalid(who_ + " got a value of variable " + std::to_string(t.index()) + " (" + v.path +
                      "), which is trainable: only its gradients change it");
   }
@@ -82,10 +84,10 @@ grpc::Status ParameterServerShard::initialize(const ps::Variables& request) {
   if (request.fit() == 0) return invalid(who_ + " got an Initialize without a fit id");
   if (ended_.contains(request.fit())) return check_fit(request.fit(), "an Initialize");
   std::set<std::uint32_t> seen;
-  if (grpc::Status s = check_tensors(request.variables(), "value", -1, seen); !s.ok()) return s;
-  const std::vector<VariablePtr> weights = model_.weights();
+  const Weights weights = current_weights();
+  if (grpc::Status s = check_tensors(request.variables(), "value", -1, weights, seen); !s.ok()) return s;
   for (const ps::Tensor& t : request.variables()) {
-    Variable& v = *weights[t.index()];
+    Variable& v = *weights.all[t.index()];
     read_tensor(t, v, v.value);
   }
   fit_ = request.fit();
@@ -102,15 +104,13 @@ grpc::Status ParameterServerShard::pull(const ps::PullRequest& request, ps::Vari
 grpc::Status ParameterServerShard::push(const ps::PushRequest& request) {
   if (grpc::Status s = check_fit(request.fit(), "a Push"); !s.ok()) return s;
   std::set<std::uint32_t> seen;
-  if (grpc::Status s = check_tensors(request.gradients(), "gradient", 1, seen); !s.ok()) return s;
-  if (grpc::Status s = check_tensors(request.values(), "value", 0, seen); !s.ok()) return s;
+  const Weights weights = current_weights();
+  if (grpc::Status s = check_tensors(request.gradients(), "gradient", 1, weights, seen); !s.ok()) return s;
+  if (grpc::Status s = check_tensors(request.values(), "value", 0, weights, seen); !s.ok()) return s;
   // A worker's step has the gradients of every trainable variable of the shard: the optimizer's state is built for
   // that set at the first step and serves no other.
   std::size_t trainables = 0;
-  const std::vector<VariablePtr> shard_trainables = model_.trainable_weights();
-  const std::vector<VariablePtr> all = model_.weights();
-  for (std::size_t k = index_; k < all.size(); k += count_)
-    if (std::find(shard_trainables.begin(), shard_trainables.end(), all[k]) != shard_trainables.end()) ++trainables;
+  for (std::size_t k = index_; k < weights.all.size(); k += count_) trainables += weights.trainable.count(weights.all[k].get());
   if (request.gradients_size() > 0 && static_cast<std::size_t>(request.gradients_size()) != trainables)
     return invalid(who_ + " got the gradients of " + std::to_string(request.gradients_size()) + " of the " +
                    std::to_string(trainables) + " trainable variables it holds: a step pushes all of them");
@@ -118,11 +118,10 @@ grpc::Status ParameterServerShard::push(const ps::PushRequest& request) {
   if (request.gradients_size() > 0 && !optimizer)
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         std::string(kWho) + who_ + ": model '" + model_.name() + "' is not compiled");
-  const std::vector<VariablePtr> weights = model_.weights();
   std::vector<VariablePtr> variables;
   std::vector<Tensor> gradients;
   for (const ps::Tensor& t : request.gradients()) {
-    const VariablePtr& v = weights[t.index()];
+    const VariablePtr& v = weights.all[t.index()];
     Tensor g(v->value.shape(), v->value.dtype(), v->value.device());
     read_tensor(t, *v, g);
     if (v->regularizer.active()) v->regularizer.add_gradient(v->value, g);
@@ -131,7 +130,7 @@ grpc::Status ParameterServerShard::push(const ps::PushRequest& request) {
   }
   if (!variables.empty()) optimizer->apply_gradients(variables, gradients);
   for (const ps::Tensor& t : request.values()) {
-    Variable& v = *weights[t.index()];
+    Variable& v = *weights.all[t.index()];
     read_tensor(t, v, v.value);
   }
   return grpc::Status::OK;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <grpcpp/support/status.h>
 
@@ -58,11 +59,17 @@ class ParameterServerShard {
   std::uint64_t fit() const { return fit_; }
 
  private:
+  // The model's weights() and which of them are trainable, read once per request.
+  struct Weights {
+    std::vector<VariablePtr> all;
+    std::set<const Variable*> trainable;
+  };
+  Weights current_weights() const;
   grpc::Status check_fit(std::uint64_t fit, const char* what) const;
   // Every tensor's index in the shard, none twice (also across `seen`), and of its variable's size; with
-  // `trainable` set, each a trainable variable (gradients) or not (values).
+  // `trainable` 1 or 0, each a trainable variable (gradients) or not (values).
   grpc::Status check_tensors(const google::protobuf::RepeatedPtrField<ps::Tensor>& tensors, const char* what,
-                             int trainable, std::set<std::uint32_t>& seen) const;
+                             int trainable, const Weights& weights, std::set<std::uint32_t>& seen) const;
 
   ModelImpl& model_;
   std::size_t index_, count_;
